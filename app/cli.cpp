@@ -62,6 +62,7 @@ int run(int argc, char** argv) {
         register_validate(app),
         register_export_map(app),
         register_place(app),
+        register_calibrate(app),
     };
     // clang-format on
     // `rewrite` registers through the rewrite command's own options (app/cmd_rewrite.h), shared with

@@ -18,6 +18,7 @@ Command register_compare(CLI::App& app);          ///< compare: the four methods
 Command register_sweep(CLI::App& app);            ///< sweep: plan every window of a trace
 Command register_validate(CLI::App& app);         ///< validate: check (and rescore) a plan
 Command register_export_map(CLI::App& app);       ///< export-map: a plan's physical_to_logical_map
+Command register_calibrate(CLI::App& app);        ///< calibrate: a topology's cost model fitted to a measured step
 Command register_place(CLI::App& app);            ///< place: LPT placement from expert totals
 
 } // namespace routepack::cli

@@ -181,6 +181,12 @@ std::map<QString, UsageCases> usage_cases(const fs::path& t) {
                           {},
                           {s("export-map"), s("--plan"), none, s("--out"), out},
                           no_plan};
+    c[s("calibrate")] = {{},
+                         {},
+                         {},
+                         {},
+                         {s("calibrate"), none, s("--topology"), s("deepseek-v2-lite-ep8-dp4"), s("--out"), out},
+                         none + s(": no such measured step file")};
     c[s("place")] = {place + QStringList{s("--ep-ranks"), s("abc")},
                      s("place: --ep-ranks must be an integer in 1..1048576 (got 'abc')"),
                      place + QStringList{s("--ep-ranks"), s("0")},

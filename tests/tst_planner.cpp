@@ -188,8 +188,14 @@ private Q_SLOTS:
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "gpus_per_nod": 1, )" + st + "}"
             << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
                "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
-               "comm_load_tolerance, edp_shards, attention_stages, samples_per_dp_slot, samples_per_cell, "
-               "max_samples_per_cell, oversize, migration)";
+               "comm_load_tolerance, expert_invocation_tokens, edp_shards, attention_stages, samples_per_dp_slot, "
+               "samples_per_cell, max_samples_per_cell, oversize, migration)";
+        QTest::newRow("invocation tokens out of range")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "expert_invocation_tokens": 1048577, )" + st + "}"
+            << "t.json: expert_invocation_tokens is 1048577, not an integer in 0..1048576";
+        QTest::newRow("invocation tokens fractional")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "expert_invocation_tokens": 2.5, )" + st + "}"
+            << "t.json: expert_invocation_tokens is 2.5, not an integer in 0..1048576";
         QTest::newRow("comm_weight a list")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "comm_weight": [[1]], )" + st + "}"
             << "t.json: comm_weight is a list, not a number in [0, 1e+06]";
@@ -437,6 +443,55 @@ private Q_SLOTS:
                                                 other.window, r.placement.lpt, 0.0);
                  })),
                  QStringLiteral("layout_metrics_from_counts: window, placement and problem shapes differ"));
+    }
+
+    /// The expert invocation term through the planner: make_packing_problem's expert lists are the
+    /// window's nonzero counts in rank order, every method's metrics (demand path and counts path)
+    /// equal the full score, the plan is no worse than reorder, and a = 0 written out plans exactly as
+    /// a topology without the field.
+    void invocationTermThroughThePlanner() {
+        PlanInput in = synth_input(3, 17);
+        in.topology.expert_invocation_tokens = 25;
+        const Trace& w = in.window;
+        const PlanResult r = plan_window(in);
+        QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
+        const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
+        const PackingProblem full = make_packing_problem(w, in.topology, r.placement.routepack);
+        QVERIFY(full.has_invocation_term());
+        QCOMPARE(full.E, E);
+        // The lists: sample 0's entries are its nonzero counts, in the rank order of experts_by_rank.
+        const std::vector<int> by_rank = experts_by_rank(r.placement.routepack);
+        const auto a0 = w.sample_counts(0);
+        std::vector<std::tuple<int, int, int>> want;
+        for (int l = 0; l < L; ++l)
+            for (int s = 0; s < E; ++s)
+                if (const auto c = a0[static_cast<std::size_t>(l * E + by_rank[static_cast<std::size_t>(l * E + s)])])
+                    want.emplace_back(l * E + s, static_cast<int>(c), l * P + s / (E / P));
+        std::vector<std::tuple<int, int, int>> got;
+        for (auto o = full.slot_offsets[0]; o < full.slot_offsets[1]; ++o)
+            got.emplace_back(full.slot_index[o], full.slot_count[o], full.slot_rank[o]);
+        QCOMPARE(got, want);
+        QVERIFY(!want.empty());
+        const PackingProblem shape = make_packing_shape(w, in.topology, r.placement.routepack);
+        for (const MethodResult* m : {&r.reorder, &r.karmarkar_karp, &r.routepack}) {
+            const LayoutMetrics a = layout_metrics(m->layout, full, 0);
+            const LayoutMetrics b = layout_metrics_from_counts(m->layout, shape, w, r.placement.routepack, 0);
+            QCOMPARE(b.score.max_u, a.score.max_u);
+            QCOMPARE(b.ep_peak_sum, a.ep_peak_sum);
+            QCOMPARE(a.score.max_u, score_layout(m->layout, full).max_u);
+        }
+        QCOMPARE(r.routepack.metrics.score.max_u, score_layout(r.routepack.layout, full).max_u);
+        // The term raises every layout's score above the linear one.
+        PackingProblem linear = full;
+        linear.invocation_tokens = 0;
+        QVERIFY(score_layout(r.routepack.layout, linear).max_u < r.routepack.metrics.score.max_u);
+        // a = 0 is no term: the same plan as without the field, text for text but for the timings.
+        PlanInput zero = synth_input(3, 17);
+        const std::string plain = without_timings(plan_to_json(plan_window(zero)));
+        nlohmann::json zj = nlohmann::json::parse(topology_to_json(zero.topology));
+        zj["expert_invocation_tokens"] = 0;
+        zero.topology = parse_topology(zj.dump(), "zero.json");
+        QCOMPARE(without_timings(plan_to_json(plan_window(zero))), plain);
     }
 
     /// The demand's storage: a large block starts on a 2 MiB boundary (huge-page advice needs it),
@@ -991,7 +1046,7 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 8);
+        QCOMPARE(j["version"].get<int>(), 9);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
         QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
@@ -1007,7 +1062,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 8);
+        QCOMPARE(f.version, 9);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         checkOlderPlanVersionsAndBound(in, r, j, f);
@@ -1230,14 +1285,14 @@ private:
         QCOMPARE(three.layout, f.layout);
         QCOMPARE(rescore_plan(three, in.window), std::string());
         auto v9 = j;
-        v9["version"] = 9;
+        v9["version"] = 10;
         QCOMPARE(
             QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-            QStringLiteral("p.json: plan version 9 is not supported (expected 1 to 8)"));
+            QStringLiteral("p.json: plan version 10 is not supported (expected 1 to 9)"));
         v9["version"] = 0;
         QCOMPARE(
             QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-            QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 8)"));
+            QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 9)"));
     }
 
     /// planFileRoundTrip: the placement_refinement and communication sections, and a lower bound the

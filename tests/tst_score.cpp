@@ -92,6 +92,50 @@ PackingProblem case_b() {
     return p;
 }
 
+/// The expert invocation term on a problem whose demand q is set: E = P * H experts per layer, each
+/// q[i][l][r] split over rank r's H experts as `split(i, l, r)` gives (H counts summing to q), and a
+/// tokens per invocation; fills the expert lists as make_packing_problem does.
+template <class Split> void add_invocations(PackingProblem& p, int H, i64 a, Split&& split) {
+    p.E = p.P * H;
+    p.invocation_tokens = a;
+    p.slot_offsets.assign(1, 0);
+    p.slot_index.clear();
+    p.slot_count.clear();
+    p.slot_rank.clear();
+    for (int i = 0; i < p.n; ++i) {
+        for (int l = 0; l < p.L; ++l)
+            for (int r = 0; r < p.P; ++r) {
+                const std::vector<i64> parts = split(i, l, r);
+                i64 sum = 0;
+                for (int h = 0; h < H; ++h) {
+                    sum += parts[h];
+                    if (parts[h] == 0) continue;
+                    p.slot_index.push_back(l * p.E + r * H + h);
+                    p.slot_count.push_back(static_cast<std::int32_t>(parts[h]));
+                    p.slot_rank.push_back(l * p.P + r);
+                }
+                if (sum != p.demand[(static_cast<std::size_t>(i) * p.L + l) * p.P + r]) qFatal("split != q");
+            }
+        p.slot_offsets.push_back(static_cast<i64>(p.slot_index.size()));
+    }
+}
+
+/// Case B with 2 experts per rank (E = 4) and a = 3 tokens per invocation; rank r's experts of a layer
+/// are slots 2r and 2r + 1. Per sample, (layer, slot) -> tokens:
+///   0: l0 s0 6, s2 2; l1 s0 1, s3 7        1: l0 s3 4; l1 s1 4
+///   2: l0 s0 6, s1 6; l1 s0 5, s2 7        3: l0 s0 3, s3 3; l1 s2 6
+///   4: l0 s1 2; l1 s0 1, s2 1              5: l0 s2 8; l1 s0 4, s1 4
+PackingProblem case_b_invocations() {
+    PackingProblem p = case_b();
+    const std::vector<std::vector<std::vector<i64>>> slots = {
+        {{6, 0, 2, 0}, {1, 0, 0, 7}}, {{0, 0, 0, 4}, {0, 4, 0, 0}}, {{6, 6, 0, 0}, {5, 0, 7, 0}},
+        {{3, 0, 0, 3}, {0, 0, 6, 0}}, {{0, 2, 0, 0}, {1, 0, 1, 0}}, {{0, 0, 8, 0}, {4, 4, 0, 0}}};
+    add_invocations(p, 2, 3, [&](int i, int l, int r) {
+        return std::vector<i64>{slots[i][l][2 * r], slots[i][l][2 * r + 1]};
+    });
+    return p;
+}
+
 Layout layout_b() {
     return Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {4, 5}});
 }
@@ -631,6 +675,84 @@ private Q_SLOTS:
         const Score r = s.apply_relocate(4, 2);
         QVERIFY2(same_score(r, Score{5.6875, 10.0625, 3.4375}), describe(r));
         QVERIFY(same_score(r, score_layout(s.layout(), p)));
+    }
+
+    /// Case B with the expert invocation term (case_b_invocations, a = 3), by hand: W' = W + a K with
+    /// K a rank's experts that hold tokens of the row-shard.
+    void handComputedInvocations() {
+        const PackingProblem p = case_b_invocations();
+        const Layout x = layout_b();
+        // (0,g0) {0,1}: l0 W (6,6), K (1,2) -> (9,12): 12; l1 W (5,7), K (2,1) -> (11,10): 11; E = 23/16
+        // (0,g1) {2}:   l0 W (12,0), K (2,0) -> 18;      l1 W (5,7), K (1,1) -> (8,10): 10;  E = 28/16
+        // (1,g0) {3}:   l0 W (3,3), K (1,1) -> 6;        l1 W (0,6), K (0,1) -> 9;          E = 15/16
+        // (1,g1) {4,5}: l0 W (2,8), K (1,1) -> (5,11): 11; l1 W (9,1), K (2,1) -> (15,4): 15; E = 26/16
+        // A as in case B: J = (3.1875, 4.0, 1.78125, 3.09375); U = (4.96875, 7.09375).
+        const CostBreakdown b = cost_breakdown(x, p);
+        QCOMPARE(b.peak, (std::vector<i64>{12, 11, 18, 10, 6, 9, 11, 15}));
+        QCOMPARE(b.E, (std::vector<double>{1.4375, 1.75, 0.9375, 1.625}));
+        QCOMPARE(b.J, (std::vector<double>{3.1875, 4.0, 1.78125, 3.09375}));
+        QVERIFY2(same_score(b.score, Score{7.09375, 12.0625, 4.0}), describe(b.score));
+        IncrementalScorer s(p, x);
+        QVERIFY2(same_score(s.score(), b.score), describe(s.score()));
+        // Swap 1 <-> 4: (0,g0) {0,4}: l0 W (8,2), K (2,1) -> (14,5); l1 W (2,8), K (1,2) -> (5,14): E = 28/16;
+        // (1,g1) {1,5}: l0 W (0,12), K (0,2) -> 18; l1 W (12,0), K (2,0) -> 18: E = 36/16.
+        // J(0,g0) = 1.46875 + 1.75, J(1,g1) = 1.75 + 2.25: U = (5.0, 8.0).
+        const Score after = s.apply_swap(1, 4);
+        QVERIFY2(same_score(after, Score{8.0, 13.0, 4.0}), describe(after));
+        QVERIFY(same_score(after, score_layout(s.layout(), p)));
+        s.undo();
+        QVERIFY(same_score(s.score(), b.score));
+        // Relocate 4 into (1,0) beside 3: (1,0) {3,4}: l0 W (5,3), K (2,1) -> (11,6); l1 W (1,7), K (1,1) ->
+        // (4,10): E = 21/16; (1,1) {5}: l0 W (0,8), K (0,1) -> 11; l1 W (8,0), K (2,0) -> 14: E = 25/16.
+        // A (1,g0) 1.0625, (1,g1) 1.25: J = 2.375, 2.8125; U = (3.1875 + 2.375, 4.0 + 2.8125).
+        const Score r = s.apply_relocate(4, 2);
+        QVERIFY2(same_score(r, Score{6.8125, 12.375, 4.0}), describe(r));
+        QVERIFY(same_score(r, score_layout(s.layout(), p)));
+        // Without the term (a = 0) the score is case B's, bit for bit, whatever the lists hold.
+        PackingProblem off = case_b_invocations();
+        off.invocation_tokens = 0;
+        QVERIFY(same_score(score_layout(x, off), score_layout(x, case_b())));
+        QVERIFY(same_score(IncrementalScorer(off, x).score(), score_layout(x, case_b())));
+    }
+
+    /// The incremental path equals the full rescore bitwise with the invocation term on random problems
+    /// (experts split at random, many shared between samples), swaps, relocations and undos.
+    void incrementalEqualsFullWithInvocations_data() {
+        QTest::addColumn<int>("which");
+        for (int w = 0; w < static_cast<int>(shapes().size()); ++w)
+            QTest::newRow(shapes()[w].name) << w;
+    }
+    void incrementalEqualsFullWithInvocations() {
+        QFETCH(int, which);
+        const Shape sh = shapes()[which];
+        RandomCase rc =
+            random_case(sh.seed, sh.n, sh.L, sh.P, sh.D, sh.shards, sh.rows, sh.stages, sh.max_len, sh.top_k);
+        std::mt19937_64 rng(sh.seed * 31 + 7);
+        const int H = 3;
+        add_invocations(rc.p, H, static_cast<i64>(sh.max_len / 10 + 1), [&](int i, int l, int r) {
+            i64 left = rc.p.demand[(static_cast<std::size_t>(i) * rc.p.L + l) * rc.p.P + r];
+            std::vector<i64> parts(H, 0);
+            for (int h = 0; h < H && left > 0; ++h) {
+                const i64 v = h == H - 1 ? left : static_cast<i64>(rng() % static_cast<std::uint64_t>(left + 1));
+                if (rng() % 3 == 0 && h < H - 1) continue; // an expert without tokens
+                parts[h] = v;
+                left -= v;
+            }
+            parts[H - 1] += left;
+            return parts;
+        });
+        IncrementalScorer s(rc.p, rc.x);
+        QVERIFY(same_score(s.score(), score_layout(rc.x, rc.p)));
+        QVERIFY(!same_score(score_layout(rc.x, rc.p), [&] {
+            PackingProblem off = rc.p;
+            off.invocation_tokens = 0;
+            return score_layout(rc.x, off);
+        }()));
+        MoveStats st;
+        QByteArray why;
+        QVERIFY2(random_walk(s, 2000 + sh.seed, 20000, 97, &st, &why), why.constData());
+        QVERIFY(st.swaps > 4000);
+        QVERIFY(st.relocations > 2000);
     }
 
     void feasibilityRules() {

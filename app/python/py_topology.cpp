@@ -3,6 +3,8 @@
 #include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "core/model/topology.h"
+#include "core/plan/calibrate.h"
+#include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
@@ -57,7 +59,7 @@ Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slot
                        const py::object& token_cap_obj, const py::object& stages_obj, const py::object& min_rows_obj,
                        const py::object& experts_per_layer_obj, const py::object& row_multiple_obj,
                        const py::object& per_slot, const py::object& per_cell, const py::object& max_per_cell,
-                       const py::object& oversize, const py::object& migration) {
+                       const py::object& oversize, const py::object& migration, const py::object& invocation_obj) {
     // C++ ranges here; the topology file's rules (parse_topology) check the values.
     const int ep_ranks = py_int(ep_ranks_obj, "topology: ep_ranks");
     const int dp_slots = py_int(dp_slots_obj, "topology: dp_slots");
@@ -123,6 +125,9 @@ Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slot
     }
     j["attention_stages"] = st;
     put_migration(j, migration);
+    const std::int64_t invocation =
+        py_int_in(invocation_obj, "topology: expert_invocation_tokens", INT64_MIN, INT64_MAX);
+    if (invocation != 0) j["expert_invocation_tokens"] = invocation;
     return parse_topology(j.dump(), "topology");
 }
 
@@ -170,7 +175,36 @@ std::string topology_repr(const Topology& t) {
         s += ", at most " + counted(t.batch.max_samples_per_cell, "sample") + " per cell";
     if (t.batch.oversize == Oversize::Alone) s += ", oversize samples alone";
     if (t.has_migration) s += ", migration model";
+    if (t.expert_invocation_tokens > 0)
+        s += ", " + counted(t.expert_invocation_tokens, "token") + " per expert invocation";
     return s + ">";
+}
+
+/// routepack._calibrate: the calibrated topology and the fit of a measured step file, as a dict
+/// (docs/measure.md); the file is read as the CLI reads it (read_input_file).
+py::tuple calibrate_file(const py::object& path_obj, const Topology& t) {
+    const std::string path = py_path(path_obj, "measured");
+    const Calibration c = calibrate(read_input_file(path, input_files::kMeasured), path, t);
+    auto fit = [](const CalibrationFit& f) {
+        py::dict d;
+        d["pieces"] = f.pieces;
+        d["x1"] = f.x1;
+        d["x2"] = f.x2;
+        d["r2"] = f.r2;
+        d["rel_rms"] = f.rel_rms;
+        return d;
+    };
+    py::dict d;
+    d["plans"] = c.plans;
+    d["attention"] = fit(c.attention);
+    d["experts"] = fit(c.experts);
+    d["alpha"] = c.alpha;
+    d["beta"] = c.beta;
+    d["old_alpha"] = c.old_alpha;
+    d["old_beta"] = c.old_beta;
+    d["expert_invocation_tokens"] = c.invocation_tokens;
+    d["seconds_per_U"] = c.seconds_per_U;
+    return py::make_tuple(c.topology, d);
 }
 
 namespace doc {
@@ -220,6 +254,11 @@ migration : dict of str to float, optional
     expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U,
     achieved_TFLOPs. With a previous placement the planner then minimizes the
     modelled step time, and Plan.migration reports bytes and seconds with it.
+expert_invocation_tokens : int, default 0
+    The fixed cost of one expert invocation, in tokens (0..2^20): every
+    (row-shard, MoE layer, expert) with at least one token adds it to its EP
+    rank's load (docs/measure.md, "Calibration"; routepack.calibrate fits it).
+    0 is the paper's linear expert term.
 
 Raises
 ------
@@ -232,7 +271,7 @@ See Also
 Topology.load : a topology file, or a shipped topology by name.)doc";
 
 constexpr const char* kInit =
-    R"doc(__init__(self, /, ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse', migration=None)
+    R"doc(__init__(self, /, ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse', migration=None, expert_invocation_tokens=0)
 --
 
 Makes the topology; the parameters are described in help(routepack.Topology).)doc";
@@ -365,7 +404,7 @@ void bind_topology(py::module_& m) {
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1,
              py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
-             py::arg("oversize") = "refuse", py::arg("migration") = py::none())
+             py::arg("oversize") = "refuse", py::arg("migration") = py::none(), py::arg("expert_invocation_tokens") = 0)
         .def_static(
             "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
             doc::kFromJson, py::arg("text"))
@@ -384,6 +423,8 @@ void bind_topology(py::module_& m) {
         .def_readonly("row_multiple", &Topology::row_multiple, "int: R is a multiple of it (1: any R).")
         .def_readonly("experts_per_layer", &Topology::experts_per_layer,
                       "int: E when the topology pins it (0: the window's).")
+        .def_readonly("expert_invocation_tokens", &Topology::expert_invocation_tokens,
+                      "int: fixed cost of one expert invocation in tokens (0: the linear expert term).")
         // The stacks' batch rules (docs/topology-and-plan.md "Batch rules"): read here, set with with_batch_rules.
         .def_property_readonly(
             "samples_per_dp_slot", [](const Topology& t) { return t.batch.samples_per_dp_slot; },
@@ -413,6 +454,11 @@ void bind_topology(py::module_& m) {
             "list of (str, float, float): the attention stages (name, alpha_s, beta_s).")
         .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
         .def("__repr__", &topology_repr);
+    m.def("_calibrate", &calibrate_file, R"doc(_calibrate(measured, topology)
+--
+
+The calibrated topology and the fit of a measured step file (routepack.calibrate).)doc",
+          py::arg("measured"), py::arg("topology"));
 }
 
 } // namespace routepack::pyconv

@@ -266,8 +266,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     // A misspelt optional field would silently fall back to its default (one node, no row multiple):
     // every field must be one this parser reads.
     j.only({"ep_ranks", "dp_slots", "token_cap", "experts_per_layer", "min_rows", "row_multiple", "gpus_per_node",
-            "ep_rank_nodes", "dp_slot_nodes", "comm_weight", "comm_load_tolerance", "edp_shards", "attention_stages",
-            "samples_per_dp_slot", "samples_per_cell", "max_samples_per_cell", "oversize", "migration"});
+            "ep_rank_nodes", "dp_slot_nodes", "comm_weight", "comm_load_tolerance", "expert_invocation_tokens",
+            "edp_shards", "attention_stages", "samples_per_dp_slot", "samples_per_cell", "max_samples_per_cell",
+            "oversize", "migration"});
     Topology t;
     t.ep_ranks = static_cast<int>(j["ep_ranks"].integer(1, kMaxRanks));
     t.dp_slots = static_cast<int>(j["dp_slots"].integer(1, kMaxRanks));
@@ -284,6 +285,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     parse_nodes(j, t, origin);
     if (j["comm_weight"].exists()) t.comm_weight = j["comm_weight"].number(0, kMaxCommWeight);
     if (j["comm_load_tolerance"].exists()) t.comm_load_tolerance = j["comm_load_tolerance"].number(0, 1);
+    if (j["expert_invocation_tokens"].exists())
+        t.expert_invocation_tokens = j["expert_invocation_tokens"].integer(0, kMaxInvocationTokens);
     parse_edp_shards(j["edp_shards"], t, origin);
     parse_attention_stages(j["attention_stages"], t);
     parse_migration(j["migration"], t);
@@ -308,6 +311,7 @@ std::string topology_to_json(const Topology& t) {
     if (!t.dp_slot_nodes.empty()) j["dp_slot_nodes"] = t.dp_slot_nodes;
     if (t.comm_weight != 0) j["comm_weight"] = t.comm_weight;
     if (t.comm_load_tolerance != 0.02) j["comm_load_tolerance"] = t.comm_load_tolerance;
+    if (t.expert_invocation_tokens != 0) j["expert_invocation_tokens"] = t.expert_invocation_tokens;
     if (t.batch.samples_per_dp_slot) j["samples_per_dp_slot"] = t.batch.samples_per_dp_slot;
     if (t.batch.samples_per_cell) j["samples_per_cell"] = t.batch.samples_per_cell;
     if (t.batch.max_samples_per_cell) j["max_samples_per_cell"] = t.batch.max_samples_per_cell;

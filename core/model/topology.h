@@ -108,9 +108,13 @@ struct Topology {
     std::vector<int> dp_slot_nodes;    ///< [D] node of each DP slot as written (empty = not given)
     double comm_weight = 0;            ///< w of routepack+comm's row cost term (0 = the paper's score)
     double comm_load_tolerance = 0.02; ///< tau: routepack+comm placement's max rank load <= (1 + tau) LPT's
-    BatchRules batch;                  ///< the stacks' batch rules (all free by default)
-    bool has_migration = false;        ///< the file has a "migration" object
-    MigrationModel migration;          ///< its fields (defaults when has_migration is false)
+    /// Fixed cost of one expert invocation, in tokens (0 = the paper's linear expert term): every
+    /// (row-shard, MoE layer, expert) with at least one token adds this many tokens to its EP rank's
+    /// load W (eq. 13), as a grouped GEMM pays a per-expert fixed cost; `routepack calibrate` fits it.
+    std::int64_t expert_invocation_tokens = 0;
+    BatchRules batch;           ///< the stacks' batch rules (all free by default)
+    bool has_migration = false; ///< the file has a "migration" object
+    MigrationModel migration;   ///< its fields (defaults when has_migration is false)
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
@@ -136,6 +140,7 @@ struct Topology {
 /// an id outside 0..min(P, D)-1 ("<origin>: ep_rank_nodes[3] is 9, outside 0..7"); a node below the
 /// largest id that holds no EP rank or no DP slot; comm_weight not a number in 0..1e6 or
 /// comm_load_tolerance not in 0..1 ("<origin>: field 'comm_weight' must be a number in 0..1e+06 (got -1)");
+/// expert_invocation_tokens not an integer in 0..kMaxInvocationTokens;
 /// a field it does not read, at the top level or in a stage ("<origin>: unknown field 'gpus_per_nod'
 /// (known: ep_ranks, ...)", "<origin>: attention_stages[0]: unknown field 'gamma' (known: name,
 /// alpha, beta)"): a misspelt optional field must not fall back to its default unnoticed.
@@ -143,6 +148,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
 /// Largest row_multiple of a topology (2^20) and largest row count a topology may ask for (2^30:
 /// min_rows and the smallest multiple of row_multiple >= min_rows).
 constexpr int kMaxRowMultiple = 1 << 20;
+/// Largest expert_invocation_tokens (2^20): E / P invocations of it per rank and layer stay far inside
+/// the int32 per-move deltas and the int64 rank loads.
+constexpr std::int64_t kMaxInvocationTokens = std::int64_t{1} << 20;
 constexpr int kMaxTopologyRows = 1 << 30;
 
 /// Checks min_rows and row_multiple of a topology built in memory (parse_topology applies the same
@@ -180,7 +188,8 @@ std::int64_t effective_token_cap(const Topology& t, const std::vector<std::int64
 
 /// Serializes to the same JSON shape (edp_shards always written; the node fields only when given, so
 /// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1,
-/// comm_weight only when not 0, comm_load_tolerance only when not 0.02, token_cap only when set, each
+/// comm_weight only when not 0, comm_load_tolerance only when not 0.02, expert_invocation_tokens only
+/// when not 0, token_cap only when set, each
 /// batch rule only when not free).
 std::string topology_to_json(const Topology& t);
 /// How messages name a topology given as `spec` (a file path or a shipped name, as --topology

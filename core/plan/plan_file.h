@@ -34,9 +34,12 @@ namespace routepack {
 /// is then routepack's placement from the previous one, not LPT refined) and the topology's optional
 /// "migration" cost model; a plan without a previous placement differs from version 7 in the version
 /// number only.
-/// parse_plan reads versions 1 to 8 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 9 adds the topology's optional "expert_invocation_tokens" (a fixed cost per expert
+/// invocation in tokens; the score, metrics and bound are then taken with W' = W + a K); a plan of a
+/// topology without it differs from version 8 in the version number only.
+/// parse_plan reads versions 1 to 9 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 8;
+constexpr int kPlanVersion = 9;
 
 /// The plan file's "migration" cost model (PlanMigration::cost): present when the expert size is known.
 struct PlanFileCostModel {
@@ -135,7 +138,7 @@ struct PlanFile {
     /// Cells k = r*D + d holding one sample longer than C (oversize Alone; version 7), ascending.
     std::vector<int> oversize_cells;
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 8; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 9; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
@@ -190,7 +193,7 @@ std::string plan_migration_json(const PlanFileMigration& m);
 /// reads back (version kPlanVersion), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
-/// Parses and checks a plan's structure alone: format/version (1 to 8), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 9), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths; C is effective_token_cap) or one oversize sample alone
 /// with oversize "alone", every count of the topology's batch rules, "oversize_cells" listing exactly

@@ -23,6 +23,7 @@ struct InputFileKind {
 namespace input_files {
 inline constexpr InputFileKind kTopology{"topology file", std::uint64_t(1) << 20};                  // 1 MiB
 inline constexpr InputFileKind kPlan{"plan file", std::uint64_t(256) << 20};                        // 256 MiB
+inline constexpr InputFileKind kMeasured{"measured step file", std::uint64_t(1) << 30};             // 1 GiB
 inline constexpr InputFileKind kModelConfig{"model config (config.json)", std::uint64_t(16) << 20}; // 16 MiB
 inline constexpr InputFileKind kIdList{"id list", std::uint64_t(256) << 20, "an"};                  // 256 MiB
 inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_t(64) << 20};       // 64 MiB

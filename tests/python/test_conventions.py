@@ -27,8 +27,8 @@ SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 PACKAGE = os.path.dirname(os.path.abspath(routepack.__file__))
 TOPO = dict(ep_ranks=4, dp_slots=4, edp_shards=2, token_cap=2048, stages=[("kda", 10.0, 0.0), ("mla", 27.0, 27.0)])
 PUBLIC = ["Cancelled", "Error", "InputError", "Library", "MissingFileError", "Placement", "Plan", "Topology", "Window",
-          "counts_from_routes", "expert_loads", "identity", "load_plan", "place", "plan", "plan_from_json",
-          "plan_window", "rank_max_over_mean", "read_trace"]
+          "calibrate", "counts_from_routes", "expert_loads", "identity", "load_plan", "place", "plan",
+          "plan_from_json", "plan_window", "rank_max_over_mean", "read_trace"]
 
 
 def topo():
@@ -281,7 +281,7 @@ def test_signatures_of_the_classes():
     assert str(inspect.signature(routepack.Topology)) == (
         "(ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, "
         "experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, "
-        "oversize='refuse', migration=None)")
+        "oversize='refuse', migration=None, expert_invocation_tokens=0)")
     assert str(inspect.signature(routepack.Library)) == "(path)"
     assert str(inspect.signature(routepack.Plan)) == "(text)"
     assert str(inspect.signature(routepack.Placement)) == (
@@ -382,7 +382,7 @@ def test_docstrings_are_numpydoc():
         if not isinstance(obj, type):
             assert ("\nReturns\n-------\n" in doc) == returns, f"{qualname}: Returns"
         checked += 1
-    assert checked == 43
+    assert checked == 44
     for name in routepack.__all__:
         obj = getattr(routepack, name)
         if isinstance(obj, type):

@@ -227,7 +227,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 8
+    assert j["format"] == "routepack-plan" and j["version"] == 9
     assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"

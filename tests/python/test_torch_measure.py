@@ -111,6 +111,32 @@ def test_pieces_are_the_plans_cells_and_rank_loads(small, measured):
         assert p["layout_digest"] == measure.StepLayout("x", rows, p2l).digest()
 
 
+def test_invocation_cost_and_calibration(small, measured, tmp_path):
+    window, topology, _ = small
+    # With an expert invocation cost every experts piece is modelled (tokens + a x experts) / C, and the
+    # pieces still compose to each plan's max_g U.
+    inv = routepack.Topology(2, 2, 2, C, stages=[("attention", 1.5, 4.0)], expert_invocation_tokens=30)
+    plan = routepack.plan_window(window, inv, seed=3)
+    doc = measure.measure(window, inv, measure.method_layouts(plan), measure.Shapes(32, 16, 2), repeats=1)
+    for p in doc["plans"]:
+        experts = [pc for pc in p["pieces"] if pc["kind"] == "experts"]
+        assert all(pc["modelled"] == (pc["tokens"] + 30 * pc["experts"]) / C for pc in experts)
+        assert any(pc["experts"] > 0 for pc in experts)
+        modelled = [dict(pc, seconds=pc["modelled"]) for pc in p["pieces"]]
+        assert measure.compose(modelled, p["rows"], [[0], [1]], MOE)["step_seconds"] == pytest.approx(
+            p["modelled_max_u"], rel=1e-12)
+    # A real measurement calibrates: every piece with tokens enters the fit, and the topology's other
+    # settings are kept.
+    path = tmp_path / "m.json"
+    measure.write_measured(measured, str(path))
+    cal, fit = routepack.calibrate(path, topology)
+    with_tokens = [pc for p in measured["plans"] for pc in p["pieces"] if pc["tokens"] > 0]
+    assert fit["attention"]["pieces"] + fit["experts"]["pieces"] == len(with_tokens)
+    assert fit["plans"] == 4 and fit["experts"]["x2"] > 0
+    assert cal.stages[0][1] == pytest.approx(fit["alpha"]) and cal.expert_invocation_tokens >= 0
+    assert (cal.ep_ranks, cal.dp_slots, cal.token_cap) == (2, 2, C)
+
+
 def test_profiler_ranges_name_every_piece(small, tmp_path):
     """Under torch.profiler every run of a piece (the warm-up and each repeat) is one range named for
     it (measure.attention_name / experts_name); experts pieces without tokens run nothing."""

@@ -64,6 +64,7 @@ __all__ = [
     "Plan",
     "Topology",
     "Window",
+    "calibrate",
     "counts_from_routes",
     "expert_loads",
     "identity",
@@ -489,6 +490,49 @@ def load_plan(path: str | bytes | os.PathLike[str]) -> Plan:
         or not a valid plan file (naming the file and the field).
     """
     return _core._load_plan(path)
+
+
+def calibrate(measured: str | bytes | os.PathLike[str], topology: Topology) -> tuple[Topology, dict[str, Any]]:
+    """Fits a topology's cost model to a measured step, as ``routepack calibrate`` does.
+
+    The attention pieces of every plan in the file fit ``seconds = x1 * tokens + x2 *
+    sum t_i^2``, the experts pieces ``seconds = a * invocations + b * tokens`` (least
+    squares, coefficients >= 0, pieces without tokens left out). In cost units (the
+    linear expert term keeps its weight, 1 per token / C): alpha = x1 / b, beta =
+    x2 * C / b summed over the stages (several stages keep their shares), and
+    expert_invocation_tokens = round(a / b). docs/measure.md, "Calibration".
+
+    Parameters
+    ----------
+    measured : str, bytes or os.PathLike
+        A measured step file (``python3 -m routepack.torch.measure --out``; format
+        routepack-measured, version 1), read as the CLI reads it (a regular file of
+        at most 1 GiB).
+    topology : Topology
+        The topology to calibrate; its token cap C converts the units, and every
+        other setting is kept.
+
+    Returns
+    -------
+    (Topology, dict)
+        The calibrated topology, and the fit: ``plans``; ``attention`` and
+        ``experts``, each ``{pieces, x1, x2, r2, rel_rms}`` (x1, x2 in seconds per
+        token, per squared token, per invocation, per token); ``alpha``, ``beta``
+        (the fitted stage sums), ``old_alpha``, ``old_beta``,
+        ``expert_invocation_tokens`` and ``seconds_per_U`` (b * C: the measured
+        machine's seconds per unit of max_g U, not written into the topology).
+
+    Raises
+    ------
+    MissingFileError
+        No file at `measured`.
+    InputError
+        Not a measured step file, naming the file and the field ("m.json:
+        plans[0].pieces[3].seconds is -1, not a finite number >= 0"), fewer than 2
+        attention or experts pieces with tokens, experts pieces whose seconds do
+        not grow with tokens, or a topology without a token cap.
+    """
+    return _core._calibrate(measured, topology)
 
 
 def plan_from_json(text: str) -> Plan:

@@ -33,8 +33,11 @@ void check_metrics_layout(const Layout& x, const PackingProblem& p) {
 /// demand q[i][l][p] into Wg ([L][P], int64). Per row r, W[r][g][l][p] (eq. 13) is summed once and
 /// gives both the EP figures of eq. 23 and the row-shard peak sums sum_l max_p W that the joint
 /// score takes (cost_breakdown_from_peak_sums: the same integers, so the same bits as cost_breakdown).
-template <class AddSample>
-LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, double cv_global, AddSample&& add) {
+/// With the expert invocation term (p.invocation_tokens > 0) `invocations(r, g, Wg)` then adds a K
+/// (PackingProblem::invocation_tokens) to row-shard (r, g)'s loads.
+template <class AddSample, class AddInvocations>
+LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, double cv_global, AddSample&& add,
+                                 AddInvocations&& invocations) {
     LayoutMetrics m;
     m.cv_global = cv_global;
     for (int k = 0; k < x.cell_count(); ++k) {
@@ -60,6 +63,9 @@ LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, doubl
                 for (int i : x.cell(x.cell_index(r, d)))
                     add(i, Wg);
             }
+            if (p.invocation_tokens > 0)
+                for (int g = 0; g < G; ++g)
+                    invocations(r, g, W.data() + idx(g) * L * P);
             std::int64_t peak_sum = 0, tail = 0, mean_sum = 0;
             for (int l = 0; l < L; ++l) {
                 std::int64_t peak = 0, best_total = 0;
@@ -113,12 +119,23 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
     check_metrics_layout(x, p);
     if (p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P)
         throw std::invalid_argument("score: demand is not [n][L][P]");
+    if (p.invocation_tokens > 0 && !p.has_invocation_term())
+        throw std::invalid_argument("layout_metrics: the invocation term has no expert lists");
     const int LP = p.L * p.P;
-    return metrics_from_loads(x, p, cv_global, [&](int i, std::int64_t* Wg) {
-        const std::int32_t* q = p.q(i);
-        for (int lp = 0; lp < LP; ++lp)
-            Wg[lp] += q[lp];
-    });
+    return metrics_from_loads(
+        x, p, cv_global,
+        [&](int i, std::int64_t* Wg) {
+            const std::int32_t* q = p.q(i);
+            for (int lp = 0; lp < LP; ++lp)
+                Wg[lp] += q[lp];
+        },
+        [&](int r, int g, std::int64_t* Wg) {
+            InvocationLoads inv(p);
+            for (int d : p.shards[idx(g)])
+                for (int i : x.cell(x.cell_index(r, d)))
+                    inv.add(i);
+            inv.flush(Wg);
+        });
 }
 
 LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& shape, const Trace& window,
@@ -130,7 +147,7 @@ LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& 
         throw std::invalid_argument("layout_metrics_from_counts: window, placement and problem shapes differ");
     const int H = E / P;
     const std::vector<int> by_rank = experts_by_rank(pi);
-    return metrics_from_loads(x, shape, cv_global, [&](int i, std::int64_t* Wg) {
+    auto add = [&](int i, std::int64_t* Wg) {
         const std::uint32_t* a = window.sample_counts(idx(i)).data();
         for (int l = 0; l < L; ++l) {
             const std::uint32_t* al = a + idx(l) * E;
@@ -143,7 +160,21 @@ LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& 
                 w[r] += sum;
             }
         }
-    });
+    };
+    auto invocations = [&](int r, int g, std::int64_t* Wg) {
+        // Experts with tokens in the row-shard, from the counts: a K added at their owning ranks.
+        std::vector<unsigned char> seen(idx(L) * E, 0);
+        for (int d : shape.shards[idx(g)])
+            for (int i : x.cell(x.cell_index(r, d))) {
+                const std::uint32_t* a = window.sample_counts(idx(i)).data();
+                for (std::size_t v = 0; v < seen.size(); ++v)
+                    seen[v] |= a[v] > 0;
+            }
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e)
+                if (seen[idx(l) * E + idx(e)]) Wg[idx(l) * P + idx(pi.rank_of(l, e))] += shape.invocation_tokens;
+    };
+    return metrics_from_loads(x, shape, cv_global, add, invocations);
 }
 
 namespace {

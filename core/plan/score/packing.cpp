@@ -31,6 +31,8 @@ PackingProblem shape_of(const Trace& window, const Topology& topo, const Placeme
     p.shard_of_slot = topo.shard_of_slot();
     p.shards = topo.edp_shards;
     p.stages = topo.attention_stages;
+    p.invocation_tokens = topo.expert_invocation_tokens;
+    p.E = E;
     p.length.resize(idx(p.n));
     for (int i = 0; i < p.n; ++i)
         p.length[idx(i)] = window.samples[idx(i)].length;
@@ -52,6 +54,40 @@ PackingProblem shape_of(const Trace& window, const Topology& topo, const Placeme
                              std::to_string(top_k) + " does not fit the int32 rank demand (must stay below 2^31)");
     }
     return p;
+}
+
+/// The invocation term's per-sample expert lists (PackingProblem::slot_offsets and friends): two passes
+/// over the counts (sizes, then entries), each parallel over samples.
+void add_invocation_slots(PackingProblem& p, const Trace& window, const std::vector<int>& by_rank) {
+    const int E = window.model.experts;
+    p.E = E;
+    std::vector<std::int64_t> nnz(idx(p.n) + 1, 0);
+    tbb::parallel_for(0, p.n, [&](int i) {
+        const auto a = window.sample_counts(idx(i));
+        std::int64_t c = 0;
+        for (std::size_t v = 0; v < idx(p.L) * E; ++v)
+            c += a[v] > 0;
+        nnz[idx(i) + 1] = c;
+    });
+    for (int i = 0; i < p.n; ++i)
+        nnz[idx(i) + 1] += nnz[idx(i)];
+    p.slot_index.resize(idx(nnz.back()));
+    p.slot_count.resize(idx(nnz.back()));
+    p.slot_rank.resize(idx(nnz.back()));
+    const int H = E / p.P;
+    tbb::parallel_for(0, p.n, [&](int i) {
+        const auto a = window.sample_counts(idx(i));
+        std::size_t o = idx(nnz[idx(i)]);
+        for (int l = 0; l < p.L; ++l)
+            for (int s = 0; s < E; ++s) {
+                const std::uint32_t c = a[idx(l) * E + idx(by_rank[idx(l) * E + idx(s)])];
+                if (c == 0) continue;
+                p.slot_index[o] = l * E + s;
+                p.slot_rank[o] = l * p.P + s / H;
+                p.slot_count[o++] = static_cast<std::int32_t>(c); // c <= the layer's total, checked < 2^31
+            }
+    });
+    p.slot_offsets = std::move(nnz);
 }
 
 } // namespace
@@ -122,6 +158,7 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
                          std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[idx(l)]) +
                          " routes 2^31 or more tokens, beyond the int32 rank demand");
     }
+    if (topo.expert_invocation_tokens > 0) add_invocation_slots(p, window, by_rank);
     return p;
 }
 

@@ -45,9 +45,24 @@ struct PackingProblem {
     int comm_nodes = 0;                  ///< N when comm_sent is set
     std::vector<int> node_of_slot;       ///< [D] node of each DP slot (with comm_sent)
     std::vector<std::int64_t> comm_sent; ///< [n][N] copies sample i sends when its DP slot is on node m
+    /// Expert invocation term (Topology::expert_invocation_tokens a > 0): rank p's load at MoE layer l
+    /// of row-shard (r, g) is W'[r][g][l][p] = W[r][g][l][p] + a * K[r][g][l][p], K the number of p's
+    /// experts that receive at least one token of the row-shard. a = 0 (the default, the lists empty)
+    /// is the paper's score, bit for bit. Every scoring entry point (cost_breakdown, score_layout,
+    /// IncrementalScorer, layout metrics) forms W'; the search's guides read the linear q.
+    std::int64_t invocation_tokens = 0;
+    int E = 0; ///< experts per MoE layer (with the invocation term)
+    /// Each sample's experts with tokens, CSR over samples: entries slot_offsets[i] .. slot_offsets[i+1]
+    /// hold slot_index = l * E + s (ascending; s = p * (E / P) + h, the h-th expert of rank p as
+    /// experts_by_rank lists them) and slot_count (its tokens, >= 1). [n + 1] and [nnz] each.
+    std::vector<std::int64_t> slot_offsets;
+    std::vector<std::int32_t> slot_index;
+    std::vector<std::int32_t> slot_count;
+    std::vector<std::int32_t> slot_rank; ///< [nnz] l * P + p of each entry: its rank's column of W
 
     const std::int32_t* q(int i) const { return demand.data() + idx(i) * L * P; }
     bool has_comm_term() const { return comm_weight > 0 && !comm_sent.empty(); }
+    bool has_invocation_term() const { return invocation_tokens > 0 && !slot_offsets.empty(); }
     /// Whether a cell of `size` samples and `tokens` tokens is within the cap: tokens <= C, or (oversize
     /// Alone) one sample whatever its length. Without oversize samples the same as tokens <= C.
     bool cell_fits(int size, std::int64_t tokens) const {

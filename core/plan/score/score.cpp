@@ -277,18 +277,50 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
     const std::size_t LP = idx(L) * P;
     if (out) out->peak.assign(idx(x.rows) * G * L, 0);
     std::vector<i64> w(LP);
+    InvocationLoads inv(p);
+    const bool with_inv = p.has_invocation_term();
     return evaluate_from_peaks(x, p, out, [&](int r, int g) {
-        // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
+        // W[r][g] (eq. 13) accumulated sample by sample (with the invocation term W' = W + a K), then
+        // sum_l max_p (eq. 14).
         std::fill(w.begin(), w.end(), 0);
         for (int d : p.shards[g])
-            for (int i : x.cell(r * D + d))
+            for (int i : x.cell(r * D + d)) {
                 k->add(w.data(), p.q(i), LP);
+                if (with_inv) inv.add(i);
+            }
+        if (with_inv) inv.flush(w.data());
         const std::size_t rg = idx(r) * G + g;
         return k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
     });
 }
 
 } // namespace
+
+InvocationLoads::InvocationLoads(const PackingProblem& p) : p_(&p) {
+    if (!p.has_invocation_term()) return;
+    H_ = p.E / p.P;
+    seen_.assign(idx(p.L) * idx(p.E), 0);
+}
+
+void InvocationLoads::add(int i) {
+    if (seen_.empty()) return;
+    const PackingProblem& p = *p_;
+    for (auto o = idx(p.slot_offsets[idx(i)]), end = idx(p.slot_offsets[idx(i) + 1]); o < end; ++o) {
+        const std::int32_t s = p.slot_index[o];
+        if (seen_[idx(s)]) continue;
+        seen_[idx(s)] = 1;
+        touched_.push_back(s);
+    }
+}
+
+void InvocationLoads::flush(std::int64_t* w) {
+    const PackingProblem& p = *p_;
+    for (const std::int32_t s : touched_) {
+        w[idx(s / p.E) * p.P + idx((s % p.E) / H_)] += p.invocation_tokens;
+        seen_[idx(s)] = 0;
+    }
+    touched_.clear();
+}
 
 const char* score_kernel_isa() {
     return kernels()->name;
@@ -494,6 +526,32 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
             }
         }
     }
+    inv_ = p.has_invocation_term();
+    if (inv_) {
+        // X (tokens per expert slot and row-shard), then W' = W + a K.
+        inv_E_ = p.E;
+        inv_H_ = p.E / p.P;
+        X_.assign(RG, idx(L_) * idx(inv_E_), 0);
+        dA_.assign(LP_, 0);
+        dB_.assign(LP_, 0);
+        wt_.assign(LP_, 0);
+        inv_stamp_.assign(idx(L_) * idx(inv_E_), 0);
+        inv_count_.assign(idx(L_) * idx(inv_E_), 0);
+        inv_stamp_now_ = 0;
+        for (int r = 0; r < R_; ++r)
+            for (int d = 0; d < D_; ++d) {
+                i64* xr = X_.row(row_shard(r, slot_shard_[d])).data();
+                for (int i : x.cell(r * D_ + d))
+                    for (auto o = idx(p.slot_offsets[idx(i)]); o < idx(p.slot_offsets[idx(i) + 1]); ++o)
+                        xr[idx(p.slot_index[o])] += p.slot_count[o];
+            }
+        for (std::size_t rs = 0; rs < RG; ++rs) {
+            const i64* xr = X_.row(rs).data();
+            i64* w = W_.row(rs).data();
+            for (std::size_t s = 0; s < X_.cols(); ++s)
+                if (xr[s] > 0) w[(s / idx(inv_E_)) * idx(P_) + (s % idx(inv_E_)) / idx(inv_H_)] += p.invocation_tokens;
+        }
+    }
     for (int g = 0; g < G_; ++g) {
         for (int r = 0; r < R_; ++r) {
             const int rs = row_shard(r, g);
@@ -587,8 +645,98 @@ void IncrementalScorer::finish_move() {
     score_ = finish_score(U_.data(), max_j_.data(), G_);
 }
 
+/// The W' deltas of moving sample i from row-shard rsa to rsb (and j back, j >= 0 for a swap) into
+/// dA_ and dB_, and their peak sums into peak_sum_: the demand's part -q_i + q_j (and its negative),
+/// plus a for every expert slot whose tokens in the row-shard reach zero or leave it. A slot of i
+/// alone leaves zero in A when i holds all of A's tokens there (X_A = c_i) and reaches it in B when
+/// B had none; a slot of j alone the other way round; a slot of both stays active on both sides (each
+/// side keeps the other sample's tokens), so i's pass marks its slots (inv_stamp_) and j's pass takes
+/// back i's term on them. Two branch-light passes over the samples' expert lists.
+void IncrementalScorer::inv_delta(int i, int j, int rsa, int rsb) {
+    const PackingProblem& p = *p_;
+    const q32* qi = p.q(i);
+    const q32* qj = j >= 0 ? p.q(j) : nullptr;
+    if (qj)
+        for (std::size_t v = 0; v < LP_; ++v) {
+            const i64 dv = i64{qj[v]} - i64{qi[v]};
+            dA_[v] = dv;
+            dB_[v] = -dv;
+        }
+    else
+        for (std::size_t v = 0; v < LP_; ++v) {
+            dA_[v] = -i64{qi[v]};
+            dB_[v] = i64{qi[v]};
+        }
+    const i64* xa = X_.row(idx(rsa)).data();
+    const i64* xb = X_.row(idx(rsb)).data();
+    const i64 a = p.invocation_tokens;
+    const std::int32_t* slot = p.slot_index.data();
+    const std::int32_t* count = p.slot_count.data();
+    const std::int32_t* rank = p.slot_rank.data();
+    const std::uint64_t stamp = ++inv_stamp_now_;
+    for (auto o = idx(p.slot_offsets[idx(i)]), e = idx(p.slot_offsets[idx(i) + 1]); o < e; ++o) {
+        const std::int32_t s = slot[o];
+        const std::size_t c = idx(rank[o]);
+        if (qj) {
+            inv_stamp_[idx(s)] = stamp;
+            inv_count_[idx(s)] = count[o];
+        }
+        dA_[c] -= a * static_cast<i64>(xa[idx(s)] == count[o]);
+        dB_[c] += a * static_cast<i64>(xb[idx(s)] == 0);
+    }
+    if (qj)
+        for (auto o = idx(p.slot_offsets[idx(j)]), e = idx(p.slot_offsets[idx(j) + 1]); o < e; ++o) {
+            const std::int32_t s = slot[o];
+            const std::size_t c = idx(rank[o]);
+            if (inv_stamp_[idx(s)] == stamp) {
+                dA_[c] += a * static_cast<i64>(xa[idx(s)] == inv_count_[idx(s)]);
+            } else {
+                dA_[c] += a * static_cast<i64>(xa[idx(s)] == 0);
+                dB_[c] -= a * static_cast<i64>(xb[idx(s)] == count[o]);
+            }
+        }
+    const auto* k = static_cast<const Kernels*>(kernels_);
+    for (int x = 0; x < 2; ++x) {
+        const int rs = x == 0 ? rsa : rsb;
+        const i64* w = W_.row(idx(rs)).data();
+        const i64* dv = x == 0 ? dA_.data() : dB_.data();
+        for (std::size_t v = 0; v < LP_; ++v)
+            wt_[v] = w[v] + dv[v];
+        peak_sum_[idx(rs)] = k->peaks(wt_.data(), L_, P_, nullptr);
+    }
+}
+
+/// Writes the kept move's W' deltas and its samples' tokens per expert slot (X).
+void IncrementalScorer::inv_commit() {
+    const PackingProblem& p = *p_;
+    const int rsa = last_.rs[0], rsb = last_.rs[1];
+    i64* wa = W_.row(idx(rsa)).data();
+    i64* wb = W_.row(idx(rsb)).data();
+    for (std::size_t v = 0; v < LP_; ++v) {
+        wa[v] += dA_[v];
+        wb[v] += dB_[v];
+    }
+    i64* xa = X_.row(idx(rsa)).data();
+    i64* xb = X_.row(idx(rsb)).data();
+    const int i = last_.i, j = last_.kind == Undo::Swap ? last_.j : -1;
+    for (auto o = idx(p.slot_offsets[idx(i)]); o < idx(p.slot_offsets[idx(i) + 1]); ++o) {
+        xa[idx(p.slot_index[o])] -= p.slot_count[o];
+        xb[idx(p.slot_index[o])] += p.slot_count[o];
+    }
+    if (j >= 0)
+        for (auto o = idx(p.slot_offsets[idx(j)]); o < idx(p.slot_offsets[idx(j) + 1]); ++o) {
+            xb[idx(p.slot_index[o])] -= p.slot_count[o];
+            xa[idx(p.slot_index[o])] += p.slot_count[o];
+        }
+}
+
 void IncrementalScorer::commit_pending() {
     if (!last_.w_pending) return;
+    if (inv_) {
+        inv_commit();
+        last_.w_pending = false;
+        return;
+    }
     const auto* k = static_cast<const Kernels*>(kernels_);
     i64* wa = W_.row(last_.rs[0]).data();
     i64* wb = W_.row(last_.rs[1]).data();
@@ -657,8 +805,11 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
         // Expert term (eqs. 13-14): peaks of W_a + (q_j - q_i) and W_b - (q_j - q_i), read-only;
         // W itself is written by commit_pending() once the move is kept.
         const auto* k = static_cast<const Kernels*>(kernels_);
-        k->eval_swap(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), p_->q(j), L_, P_, &peak_sum_[rsa],
-                     &peak_sum_[rsb]);
+        if (inv_)
+            inv_delta(i, j, rsa, rsb);
+        else
+            k->eval_swap(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), p_->q(j), L_, P_, &peak_sum_[rsa],
+                         &peak_sum_[rsb]);
         last_.w_pending = true;
         E_[rsa] = expert_cost(peak_sum_[rsa], c_);
         E_[rsb] = expert_cost(peak_sum_[rsb], c_);
@@ -713,7 +864,11 @@ const Score& IncrementalScorer::apply_relocate(int i, int k) {
 
     if (rsa != rsb) {
         const auto* kt = static_cast<const Kernels*>(kernels_);
-        kt->eval_relocate(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), L_, P_, &peak_sum_[rsa], &peak_sum_[rsb]);
+        if (inv_)
+            inv_delta(i, -1, rsa, rsb);
+        else
+            kt->eval_relocate(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), L_, P_, &peak_sum_[rsa],
+                              &peak_sum_[rsb]);
         last_.w_pending = true;
         E_[rsa] = expert_cost(peak_sum_[rsa], c_);
         E_[rsb] = expert_cost(peak_sum_[rsb], c_);

@@ -61,6 +61,23 @@ Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<c
 CostBreakdown cost_breakdown_from_peak_sums(const Layout& x, const PackingProblem& p,
                                             std::span<const std::int64_t> peak_sum);
 
+/// The expert invocation term of one row-shard (PackingProblem::invocation_tokens a > 0): add() the
+/// samples of its cells, then flush(w) adds a * K[l][p] to its rank loads w ([L][P] int64 tokens), K
+/// the number of rank p's experts at MoE layer l that receive at least one token, and starts over.
+/// Without the term (has_invocation_term() false) both do nothing. O(the samples' nonzero experts).
+class InvocationLoads {
+public:
+    explicit InvocationLoads(const PackingProblem& p);
+    void add(int i);
+    void flush(std::int64_t* w);
+
+private:
+    const PackingProblem* p_;
+    int H_ = 1;
+    std::vector<unsigned char> seen_;   // [L*E] whether an expert slot has tokens in the row-shard so far
+    std::vector<std::int32_t> touched_; // those slots, in first-touch order
+};
+
 /// Instruction set of the integer rank-load kernels that new IncrementalScorers and the full path
 /// use: "avx512", "avx2" or "scalar" (all three give identical integers, hence identical scores).
 const char* score_kernel_isa();
@@ -185,6 +202,20 @@ private:
     std::vector<double> U_;              // [G]
     std::vector<double> max_j_;          // [G] max_r J[r][g]
     Score score_;
+    /// Expert invocation term (PackingProblem::has_invocation_term): W_ holds W' = W + a * K, and X_
+    /// the tokens of every expert slot per row-shard; a move's deltas of W' are formed from X_ and the
+    /// moved samples' expert lists (inv_delta) and written, with X_, by commit_pending().
+    bool inv_ = false;
+    int inv_E_ = 0, inv_H_ = 1;
+    Grid<std::int64_t> X_;                 // [G*R][L*E] tokens per expert slot
+    std::vector<std::int64_t> dA_;         // [L*P] pending W' delta of the source row-shard
+    std::vector<std::int64_t> dB_;         // [L*P] pending W' delta of the target row-shard
+    std::vector<std::int64_t> wt_;         // [L*P] scratch W' + delta
+    std::vector<std::uint64_t> inv_stamp_; // [L*E] the move that last listed a slot of i (inv_delta)
+    std::vector<std::int32_t> inv_count_;  // [L*E] i's tokens there
+    std::uint64_t inv_stamp_now_ = 0;
+    void inv_delta(int i, int j, int rsa, int rsb);
+    void inv_commit();
     /// What undo() needs: the move, and the previous bits of everything it changed except W
     /// (W is only written by commit_pending(), after the move was kept).
     struct Undo {

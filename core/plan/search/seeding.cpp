@@ -1075,7 +1075,8 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
                 c.origin = "shuffle#" + std::to_string(trial);
             }
         }
-        c.score = j == 0 || peak_sum.empty() ? score_layout(c.layout, p) : score_from_peak_sums(c.layout, p, peak_sum);
+        c.score = j == 0 || peak_sum.empty() || p.has_invocation_term() ? score_layout(c.layout, p)
+                                                                        : score_from_peak_sums(c.layout, p, peak_sum);
         c.signature = canonical_signature(c.layout, p);
         raw[idx(j)] = std::move(c);
     });

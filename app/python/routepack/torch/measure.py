@@ -212,6 +212,7 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
     counts = np.asarray(window.counts, dtype=np.int64)
     n, L, E = counts.shape
     D, P, C = topology.dp_slots, topology.ep_ranks, topology.token_cap
+    invocation = topology.expert_invocation_tokens
     if C < 1:
         raise routepack.InputError("the topology has no token cap C (a samples_per_cell topology derives it from the "
                                    "window; the modelled costs are in units of C): give a topology with token_cap")
@@ -257,7 +258,8 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
                                              experts_name(r, g, window.moe_layers[l], p)) if tokens else 0.0
                             pieces.append({"kind": "experts", "row": r, "edp_shard": g,
                                            "moe_layer": window.moe_layers[l], "ep_rank": p, "experts": len(tokens),
-                                           "tokens": sum(tokens), "modelled": sum(tokens) / C, "seconds": seconds})
+                                           "tokens": sum(tokens), "seconds": seconds,
+                                           "modelled": (sum(tokens) + invocation * len(tokens)) / C})
                             done += 1
                             if progress:
                                 progress(layout.name, done, total)
