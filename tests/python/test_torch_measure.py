@@ -117,7 +117,12 @@ def test_invocation_cost_and_calibration(small, measured, tmp_path):
     # pieces still compose to each plan's max_g U.
     inv = routepack.Topology(2, 2, 2, C, stages=[("attention", 1.5, 4.0)], expert_invocation_tokens=30)
     plan = routepack.plan_window(window, inv, seed=3)
-    doc = measure.measure(window, inv, measure.method_layouts(plan), measure.Shapes(32, 16, 2), repeats=1)
+    layouts = measure.method_layouts(plan)
+    # A layout without a modelled max_g U (a saved plan of another topology) gets the one its pieces compose.
+    known = layouts[3].modelled_max_u
+    layouts[3].modelled_max_u = None
+    doc = measure.measure(window, inv, layouts, measure.Shapes(32, 16, 2), repeats=1)
+    assert doc["plans"][3]["modelled_max_u"] == pytest.approx(known, rel=1e-12)
     for p in doc["plans"]:
         experts = [pc for pc in p["pieces"] if pc["kind"] == "experts"]
         assert all(pc["modelled"] == (pc["tokens"] + 30 * pc["experts"]) / C for pc in experts)

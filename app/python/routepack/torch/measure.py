@@ -85,7 +85,9 @@ class Shapes:
 class StepLayout:
     """One plan's layout of the window: ``rows`` R x D cells of sample indices (``Plan.rows``),
     ``physical_to_logical`` int64 [L, E] (slot v of MoE layer l holds expert p2l[l, v]); name: the
-    method or plan it is; modelled_max_u: its ``max_g U`` in the cost model (None: unknown)."""
+    method or plan it is; modelled_max_u: its ``max_g U`` in the cost model of the measuring topology
+    (None: composed from the pieces' modelled costs as the step is, which is the plan's ``max_g U``
+    with one attention stage; with several, each cell's stages are summed before the maximum)."""
 
     name: str
     rows: List[List[List[int]]]
@@ -263,8 +265,12 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
                             done += 1
                             if progress:
                                 progress(layout.name, done, total)
+            modelled_max_u = layout.modelled_max_u
+            if modelled_max_u is None:
+                modelled_max_u = compose([dict(pc, seconds=pc["modelled"]) for pc in pieces], R, shards,
+                                         window.moe_layers)["step_seconds"]
             plans.append({"name": layout.name, "layout_digest": layout.digest(), "rows": R,
-                          "modelled_max_u": layout.modelled_max_u,
+                          "modelled_max_u": modelled_max_u,
                           "measured": compose(pieces, R, shards, window.moe_layers), "pieces": pieces})
     finally:
         torch.set_num_threads(threads)
@@ -575,8 +581,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if plan.fingerprint != window.fingerprint:
                 raise routepack.InputError(f"{path}: a plan of another window (fingerprint {plan.fingerprint}, the "
                                            f"window's {window.fingerprint})")
+            # The plan's own max_g U is in its topology's cost model; under another (a calibrated one)
+            # the pieces' modelled costs compose it.
+            same = routepack.Topology.from_json(json.dumps(json.loads(plan.to_json())["topology"])) == topology
             layouts.append(StepLayout(os.path.basename(path), plan.rows, np.asarray(plan.physical_to_logical),
-                                      float(plan.score[0])))
+                                      float(plan.score[0]) if same else None))
         if not layouts:
             p.error("nothing to run: give --methods or --plan")
         last: Dict[str, int] = {}
