@@ -4,6 +4,7 @@
 #include "app/python/py_convert.h"
 #include "core/model/topology.h"
 #include "core/plan/calibrate.h"
+#include "core/plan/measured.h"
 #include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
@@ -454,6 +455,25 @@ void bind_topology(py::module_& m) {
             "list of (str, float, float): the attention stages (name, alpha_s, beta_s).")
         .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
         .def("__repr__", &topology_repr);
+    m.def(
+        "_check_measured",
+        [](const py::object& text, const py::object& origin, const py::object& fingerprint) {
+            (void)parse_measured(py_utf8(text, "text"), py_utf8(origin, "origin"), py_utf8(fingerprint, "fingerprint"));
+        },
+        R"doc(_check_measured(text, origin, fingerprint)
+--
+
+Checks a measured step file's text with the one reader of the format (InputError naming origin and the
+field); fingerprint '' checks no window.)doc",
+        py::arg("text"), py::arg("origin"), py::arg("fingerprint"));
+    m.def(
+        "_read_measured_text",
+        [](const py::object& path) { return read_input_file(py_path(path, "path"), input_files::kMeasured); },
+        R"doc(_read_measured_text(path)
+--
+
+A measured step file's text, read as the CLI reads it (MissingFileError, a regular file of at most 1 GiB).)doc",
+        py::arg("path"));
     m.def("_calibrate", &calibrate_file, R"doc(_calibrate(measured, topology)
 --
 

@@ -1,9 +1,7 @@
 #include "core/plan/calibrate.h"
 
+#include "core/plan/measured.h"
 #include "core/util/errors.h"
-#include "core/util/json_field.h"
-
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <limits>
@@ -79,37 +77,16 @@ CalibrationFit fit_nonnegative(const Samples& s) {
     return f;
 }
 
-/// Reads every plan's pieces into the two sample sets; InputError naming the field.
-void read_pieces(const util::JsonField& doc, Samples& att, Samples& exp, std::int64_t& plans) {
-    const util::JsonField list = doc["plans"];
-    const std::size_t np = list.list();
-    plans = static_cast<std::int64_t>(np);
-    constexpr double kMaxCount = 9.2e18;
-    for (std::size_t p = 0; p < np; ++p) {
-        const util::JsonField pieces = list[p]["pieces"];
-        const std::size_t m = pieces.list();
-        for (std::size_t k = 0; k < m; ++k) {
-            const util::JsonField piece = pieces[k];
-            const std::string& kind = piece["kind"].string();
-            const double seconds = piece["seconds"].number(0, std::numeric_limits<double>::max());
-            const double tokens = static_cast<double>(piece["tokens"].integer(0));
-            if (kind == "attention") {
-                const double sq = piece["sq_tokens"].number(0, kMaxCount);
-                if (tokens == 0) continue;
-                att.f1.push_back(tokens);
-                att.f2.push_back(sq);
-                att.y.push_back(seconds);
-            } else if (kind == "experts") {
-                const double experts = static_cast<double>(piece["experts"].integer(0));
-                if (tokens == 0) continue;
-                exp.f1.push_back(experts);
-                exp.f2.push_back(tokens);
-                exp.y.push_back(seconds);
-            } else {
-                throw InputError(piece["kind"].where() + " is \"" + kind + "\", not attention or experts");
-            }
+/// Every plan's pieces with tokens into the two sample sets.
+void collect_pieces(const MeasuredStep& m, Samples& att, Samples& exp) {
+    for (const MeasuredPlan& plan : m.plans)
+        for (const MeasuredPiece& pc : plan.pieces) {
+            if (pc.tokens == 0) continue;
+            Samples& s = pc.attention ? att : exp;
+            s.f1.push_back(static_cast<double>(pc.attention ? pc.tokens : pc.experts));
+            s.f2.push_back(static_cast<double>(pc.attention ? pc.sq_tokens : pc.tokens));
+            s.y.push_back(pc.seconds);
         }
-    }
 }
 
 /// Scales the stages' alpha (beta) to the total `target`, keeping their shares.
@@ -126,17 +103,13 @@ void scale_stages(std::vector<AttentionStage>& stages, double target, double old
 } // namespace
 
 Calibration calibrate(const std::string& measured_json, const std::string& origin, const Topology& topology) {
-    const nlohmann::json doc = util::parse_json_document(measured_json, origin);
-    const util::JsonField j(doc, origin);
-    j.object();
-    if (j["format"].string() != "routepack-measured")
-        throw InputError(j["format"].where() + " is \"" + j["format"].string() + "\", not \"routepack-measured\"");
-    (void)j["version"].integer(1, 1);
+    const MeasuredStep m = parse_measured(measured_json, origin);
     if (topology.token_cap <= 0)
         throw InputError(origin + ": the topology has no token cap C, which the cost units are taken in");
     Calibration c;
+    c.plans = static_cast<std::int64_t>(m.plans.size());
     Samples att, exp;
-    read_pieces(j, att, exp, c.plans);
+    collect_pieces(m, att, exp);
     if (att.y.size() < 2 || exp.y.size() < 2)
         throw InputError(origin + ": " + std::to_string(att.y.size()) + " attention and " +
                          std::to_string(exp.y.size()) + " experts pieces with tokens; a fit needs at least 2 of each");

@@ -40,10 +40,10 @@ struct Calibration {
 /// attention of a cell is their sum) each stage's alpha and beta are scaled by the same factor,
 /// keeping their shares (a stage set whose sum is 0 gets it all on its first stage). `topology` is the
 /// one to calibrate (its C converts the units); everything else in it is kept.
-/// InputError naming `origin` and the field: text that is not JSON, another format or version, a
-/// missing or ill-typed field ("m.json: plans[0].pieces[3].seconds is -1, not a finite number >= 0"),
-/// a kind other than attention / experts, fewer than 2 attention or 2 experts pieces with tokens, or
-/// experts pieces whose fitted cost per token is 0 (nothing to scale the model by).
+/// InputError naming `origin` and the field: every error of parse_measured (the file's one reader:
+/// "m.json: plans[0].pieces[3].seconds is -1, not a finite number >= 0"), a topology without a token
+/// cap, fewer than 2 attention or 2 experts pieces with tokens, or experts pieces whose fitted cost
+/// per token is 0 (nothing to scale the model by).
 Calibration calibrate(const std::string& measured_json, const std::string& origin, const Topology& topology);
 
 } // namespace routepack

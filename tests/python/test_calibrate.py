@@ -21,28 +21,76 @@ C = 4096
 X1, X2, A, B = 2.0e-7, 3.0e-11, 4.0e-5, 1.0e-6
 
 
+P, D, SHARDS, LAYERS, ROWS = 8, 4, [[0, 1], [2, 3]], [1, 2, 3], 25
+
+
+def compose(pieces, rows):
+    """The step's seconds from its pieces, as routepack.torch.measure.compose forms them (the reader
+    checks measured.step_seconds against it bit for bit)."""
+    att = [[0.0] * len(SHARDS) for _ in range(rows)]
+    exp = [[[0.0] * len(LAYERS) for _ in SHARDS] for _ in range(rows)]
+    for pc in pieces:
+        if pc["kind"] == "attention":
+            g = 0 if pc["dp_slot"] in SHARDS[0] else 1
+            att[pc["row"]][g] = max(att[pc["row"]][g], pc["seconds"])
+        else:
+            k = LAYERS.index(pc["moe_layer"])
+            exp[pc["row"]][pc["edp_shard"]][k] = max(exp[pc["row"]][pc["edp_shard"]][k], pc["seconds"])
+    U = []
+    for g in range(len(SHARDS)):
+        total = 0.0
+        for r in range(rows):
+            j = att[r][g]
+            for x in exp[r][g]:
+                j += x
+            total += j
+        U.append(total)
+    return max(U)
+
+
+def finish(doc):
+    """Sets every plan's measured.step_seconds to what its pieces compose to."""
+    for p in doc["plans"]:
+        p["measured"] = {"step_seconds": compose(p["pieces"], p["rows"])}
+    return doc
+
+
 def synthetic(seed, noise=0.02, plans=2):
-    """A measured document whose pieces follow the coefficients above, each time times 1 + U(-noise, noise)."""
+    """A measured step (EP8/DP4 in two EDP shards, MoE layers 1-3, 25 rows) whose pieces follow the
+    coefficients above, each time times 1 + U(-noise, noise); 1 in 20 experts pieces holds no tokens
+    (0 seconds, out of the fit)."""
     rng = np.random.default_rng(seed)
     out = []
     for p in range(plans):
         pieces = []
-        for k in range(100):
-            lengths = rng.integers(20, 4000, size=int(rng.integers(1, 6)))
-            t, q = int(lengths.sum()), int((lengths.astype(np.int64) ** 2).sum())
-            pieces.append({"kind": "attention", "row": k, "dp_slot": 0, "edp_shard": 0, "samples": len(lengths),
-                           "tokens": t, "sq_tokens": q, "modelled": 0.0,
-                           "seconds": (X1 * t + X2 * q) * (1 + rng.uniform(-noise, noise))})
-        for k in range(120):
-            n = int(rng.integers(1, 9))
-            t = int(rng.integers(n, 3000))
-            pieces.append({"kind": "experts", "row": k, "edp_shard": 0, "moe_layer": 1, "ep_rank": 0, "experts": n,
-                           "tokens": t, "modelled": 0.0, "seconds": (A * n + B * t) * (1 + rng.uniform(-noise, noise))})
-        # A piece without tokens runs nothing and stays out of the fit.
-        pieces.append({"kind": "experts", "row": 0, "edp_shard": 1, "moe_layer": 1, "ep_rank": 1, "experts": 0,
-                       "tokens": 0, "modelled": 0.0, "seconds": 0.0})
-        out.append({"name": f"p{p}", "pieces": pieces})
-    return {"format": "routepack-measured", "version": 1, "plans": out}
+        for r in range(ROWS):
+            for d in range(D):
+                lengths = rng.integers(20, 4000, size=int(rng.integers(1, 6)))
+                t, q = int(lengths.sum()), int((lengths.astype(np.int64) ** 2).sum())
+                pieces.append({"kind": "attention", "row": r, "dp_slot": d, "edp_shard": d // 2,
+                               "samples": len(lengths), "tokens": t, "sq_tokens": q, "modelled": 0.0,
+                               "seconds": (X1 * t + X2 * q) * (1 + rng.uniform(-noise, noise))})
+        for r in range(ROWS):
+            for g in range(len(SHARDS)):
+                for layer in LAYERS:
+                    for rank in range(P):
+                        n = int(rng.integers(1, 9)) if rng.integers(20) else 0
+                        t = int(rng.integers(n, 3000)) if n else 0
+                        pieces.append({"kind": "experts", "row": r, "edp_shard": g, "moe_layer": layer,
+                                       "ep_rank": rank, "experts": n, "tokens": t, "modelled": 0.0,
+                                       "seconds": (A * n + B * t) * (1 + rng.uniform(-noise, noise))})
+        out.append({"name": f"p{p}", "layout_digest": "0" * 16, "rows": ROWS, "modelled_max_u": None,
+                    "pieces": pieces})
+    return finish({"format": "routepack-measured", "version": 1,
+                   "window": {"trace": "t", "window": "w", "fingerprint": "0123456789abcdef", "samples": 500,
+                              "moe_layers": LAYERS, "experts": 64},
+                   "topology": {"ep_ranks": P, "dp_slots": D, "edp_shards": SHARDS, "token_cap": C,
+                                "attention_stages": [{"name": "mla", "alpha": 27.0, "beta": 27.0}]},
+                   "shapes": {"hidden": 2048, "ffn": 1408, "heads": 16, "head_dim": 128, "width": 1.0,
+                              "run_hidden": 2048, "run_ffn": 1408, "run_head_dim": 128, "dtype": "float32"},
+                   "timing": {"clock": "thread_time", "torch_threads": 1, "warmup": 1, "repeats": 3,
+                              "statistic": "median", "torch": "1.13"},
+                   "plans": out})
 
 
 def write(tmp_path, doc, name="m.json"):
@@ -54,8 +102,11 @@ def write(tmp_path, doc, name="m.json"):
 def test_synthetic_coefficients_recovered(tmp_path):
     topo = routepack.Topology(8, 4, 2, C, stages=[("mla", 27.0, 27.0)])
     for seed in (1, 2, 3):
-        cal, fit = routepack.calibrate(write(tmp_path, synthetic(seed)), topo)
-        assert fit["plans"] == 2 and fit["attention"]["pieces"] == 200 and fit["experts"]["pieces"] == 240
+        doc = synthetic(seed)
+        cal, fit = routepack.calibrate(write(tmp_path, doc), topo)
+        experts = sum(1 for p in doc["plans"] for pc in p["pieces"] if pc["kind"] == "experts" and pc["tokens"])
+        assert fit["plans"] == 2 and fit["attention"]["pieces"] == 200 and fit["experts"]["pieces"] == experts
+        assert 0.9 * 2 * 1200 < experts < 2 * 1200
         for got, want, rel in ((fit["attention"]["x1"], X1, 0.025), (fit["attention"]["x2"], X2, 0.06),
                                (fit["experts"]["x1"], A, 0.03), (fit["experts"]["x2"], B, 0.004)):
             assert got == pytest.approx(want, rel=rel)
@@ -92,7 +143,9 @@ def test_command_line_writes_what_python_returns(tmp_path):
     exe = cli()
     if not exe:
         pytest.skip("no routepack CLI (ROUTEPACK_CLI)")
-    m = write(tmp_path, synthetic(2))
+    doc = synthetic(2)
+    experts = sum(1 for p in doc["plans"] for pc in p["pieces"] if pc["kind"] == "experts" and pc["tokens"])
+    m = write(tmp_path, doc)
     out = tmp_path / "cal.json"
     r = subprocess.run([exe, "calibrate", str(m), "--topology", "deepseek-v2-lite-ep8-dp4", "--out", str(out)],
                        capture_output=True, text=True)
@@ -103,7 +156,7 @@ def test_command_line_writes_what_python_returns(tmp_path):
     assert lines[0] == f"calibrated deepseek-v2-lite-ep8-dp4 from {m} (2 plans)"
     assert lines[1].startswith("  attention  alpha 27 -> ") and "(200 pieces, R^2 " in lines[1]
     assert lines[2].startswith("  experts    ") and f"expert_invocation_tokens 0 -> {cal.expert_invocation_tokens} " \
-        in lines[2] and "(240 pieces, R^2 " in lines[2]
+        in lines[2] and f"({experts} pieces, R^2 " in lines[2]
     assert lines[3].startswith("  seconds per U ") and lines[3].endswith(" on the measured machine and widths "
                                                                          "(not written)")
     assert lines[4] == f"written to {out}"
@@ -131,6 +184,24 @@ def bad_cases():
     def set_piece(k, key, value):
         return lambda d: d["plans"][0]["pieces"][k].__setitem__(key, value)
 
+    def flat_experts(d):
+        # Seconds that grow with the experts invoked and not with their tokens.
+        for pc in d["plans"][0]["pieces"]:
+            if pc["kind"] == "experts":
+                pc["seconds"] = 0.001 * pc["experts"]
+        finish(d)
+
+    step = good["plans"][0]["measured"]["step_seconds"]
+
+    def only_two_with_tokens(d):
+        # Tokens on the first attention piece and the first experts piece that has any; none elsewhere.
+        kept = {"attention": False, "experts": False}
+        for pc in d["plans"][0]["pieces"]:
+            if pc["tokens"] and not kept[pc["kind"]]:
+                kept[pc["kind"]] = True
+            else:
+                pc["tokens"] = 0
+
     return [
         ("truncated", json.dumps(good)[:200], "malformed JSON"),
         ("format", edit(lambda d: d.__setitem__("format", "routepack-plan")),
@@ -139,14 +210,17 @@ def bad_cases():
         ("negative", edit(set_piece(3, "seconds", -1)), "m.json: plans[0].pieces[3].seconds is -1, not a finite "
                                                        "number >= 0"),
         ("nan", json.dumps(good).replace('"seconds": 0.0', '"seconds": NaN', 1), "m.json: malformed JSON"),
-        ("missing", edit(lambda d: d["plans"][0]["pieces"][50].pop("tokens")),
-         "m.json: plans[0].pieces[50].tokens is missing"),
-        ("kind", edit(set_piece(7, "kind", "router")), 'm.json: plans[0].pieces[7].kind is "router", not attention '
-                                                       "or experts"),
-        ("too few", edit(lambda d: d["plans"][0].__setitem__("pieces", d["plans"][0]["pieces"][99:101])),
+        ("missing", edit(lambda d: d["plans"][0]["pieces"][150].pop("tokens")),
+         "m.json: plans[0].pieces[150].tokens is missing"),
+        ("kind", edit(set_piece(7, "kind", "router")),
+         'm.json: plans[0].pieces[7].kind is "router", not "attention" or "experts"'),
+        ("incomplete", edit(lambda d: d["plans"][0]["pieces"].pop()),
+         "m.json: plans[0] has no experts piece for row 24, EDP shard 1, MoE layer 3, EP rank 7"),
+        ("step", edit(lambda d: d["plans"][0]["measured"].__setitem__("step_seconds", 1.5)),
+         f"m.json: plans[0].measured.step_seconds is 1.5; its pieces compose to {step!r}"),
+        ("too few", edit(only_two_with_tokens),
          "m.json: 1 attention and 1 experts pieces with tokens; a fit needs at least 2 of each"),
-        ("flat experts", edit(lambda d: [pc.__setitem__("seconds", 0.001 * pc["experts"])
-                                         for pc in d["plans"][0]["pieces"] if pc["kind"] == "experts"]),
+        ("flat experts", edit(flat_experts),
          "m.json: the experts pieces fit no cost per token (their seconds do not grow with tokens), so the model "
          "has nothing to scale by"),
     ]

@@ -337,135 +337,17 @@ def write_measured(doc: Dict[str, Any], path: str) -> None:
             os.unlink(tmp)
 
 
-class _Check:
-    """Field checks of a measured file: InputError "<file>: <field path> ..." on the first bad value."""
-
-    def __init__(self, origin: str):
-        self.origin = origin
-
-    def fail(self, where: str, what: str):
-        raise routepack.InputError(f"{self.origin}: {where} {what}")
-
-    def field(self, obj: Any, key: str, where: str) -> Any:
-        if not isinstance(obj, dict):
-            self.fail(where or "the file", "must be a JSON object")
-        if key not in obj:
-            self.fail(f"{where}.{key}" if where else key, "is missing")
-        return obj[key]
-
-    def integer(self, obj: Any, key: str, where: str, lo: int, hi: int) -> int:
-        v = self.field(obj, key, where)
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            self.fail(f"{where}.{key}" if where else key, f"is {json.dumps(v)}, not an integer in {lo}..{hi}")
-        return v
-
-    def number(self, obj: Any, key: str, where: str, lo: float = 0.0) -> float:
-        v = self.field(obj, key, where)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo:
-            text = json.dumps(v) if isinstance(v, (int, float, str)) or v is None else type(v).__name__
-            self.fail(f"{where}.{key}" if where else key, f"is {text}, not a finite number >= {lo:g}")
-        return float(v)
-
-    def text(self, obj: Any, key: str, where: str) -> str:
-        v = self.field(obj, key, where)
-        if not isinstance(v, str):
-            self.fail(f"{where}.{key}" if where else key, f"is {json.dumps(v)}, not a string")
-        return v
-
-    def array(self, obj: Any, key: str, where: str) -> list:
-        v = self.field(obj, key, where)
-        if not isinstance(v, list):
-            self.fail(f"{where}.{key}" if where else key, "must be a list")
-        return v
-
-
-_BIG = 1 << 62
-
-
 def check_measured(doc: Any, origin: str = "measured", fingerprint: Optional[str] = None) -> Dict[str, Any]:
-    """Checks a measured document as read from JSON (``origin`` names it in errors) and returns it:
-    the format and version, the window (and, given ``fingerprint``, that it is that window's), the
-    topology (the topology file's rules), the shapes, and every plan's pieces: each field in range
-    (seconds finite and >= 0), every attention piece (row, DP slot) and experts piece (row, EDP
-    shard, MoE layer, EP rank) present exactly once, and ``measured`` equal to what the pieces
-    compose to (:func:`compose`). InputError "<origin>: <field path> ..." otherwise."""
-    c = _Check(origin)
-    if c.field(doc, "format", "") != FORMAT:
-        c.fail("format", f"is {json.dumps(doc['format'])}, not {json.dumps(FORMAT)}")
-    c.integer(doc, "version", "", VERSION, VERSION)
-    window = c.field(doc, "window", "")
-    fp = c.text(window, "fingerprint", "window")
-    if fingerprint is not None and fp != fingerprint:
-        c.fail("window.fingerprint", f"is {fp}, the window's is {fingerprint}: a measurement of another window")
-    n = c.integer(window, "samples", "window", 1, _BIG)
-    experts = c.integer(window, "experts", "window", 1, _BIG)
-    layers = c.array(window, "moe_layers", "window")
-    if not layers or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in layers) or \
-            layers != sorted(set(layers)):
-        c.fail("window.moe_layers", "must be ascending distinct MoE layer ids >= 0")
-    try:
-        topology = routepack.Topology.from_json(json.dumps(c.field(doc, "topology", "")))
-    except ValueError as e:
-        c.fail("topology", f"is not a valid topology ({e})")
-    shapes = c.field(doc, "shapes", "")
-    for key in ("hidden", "ffn", "heads", "head_dim", "run_hidden", "run_ffn", "run_head_dim"):
-        c.integer(shapes, key, "shapes", 1, _BIG)
-    width = c.number(shapes, "width", "shapes")
-    if not 0 < width <= 1:
-        c.fail("shapes.width", f"is {width:g}, not a number in (0, 1]")
-    c.integer(c.field(doc, "timing", ""), "repeats", "timing", 1, _BIG)
-    plans = c.array(doc, "plans", "")
-    if not plans:
-        c.fail("plans", "is empty")
-    shards = topology.edp_shards
-    D, P, G = topology.dp_slots, topology.ep_ranks, len(shards)
-    for k, plan in enumerate(plans):
-        where = f"plans[{k}]"
-        c.text(plan, "name", where)
-        c.text(plan, "layout_digest", where)
-        R = c.integer(plan, "rows", where, 1, _BIG)
-        if plan.get("modelled_max_u") is not None:
-            c.number(plan, "modelled_max_u", where)
-        pieces = c.array(plan, "pieces", where)
-        seen: set = set()
-        for j, pc in enumerate(pieces):
-            at = f"{where}.pieces[{j}]"
-            kind = c.field(pc, "kind", at)
-            row = c.integer(pc, "row", at, 0, R - 1)
-            ident: tuple
-            if kind == "attention":
-                ident = ("attention", row, c.integer(pc, "dp_slot", at, 0, D - 1))
-                c.integer(pc, "samples", at, 0, n)
-                c.integer(pc, "sq_tokens", at, 0, _BIG)
-            elif kind == "experts":
-                layer = c.integer(pc, "moe_layer", at, 0, _BIG)
-                if layer not in layers:
-                    c.fail(f"{at}.moe_layer", f"is {layer}, not one of the window's MoE layers")
-                ident = ("experts", row, c.integer(pc, "edp_shard", at, 0, G - 1), layer,
-                       c.integer(pc, "ep_rank", at, 0, P - 1))
-                c.integer(pc, "experts", at, 0, experts)
-            else:
-                c.fail(f"{at}.kind", f"is {json.dumps(kind)}, not \"attention\" or \"experts\"")
-            c.integer(pc, "tokens", at, 0, _BIG)
-            c.number(pc, "seconds", at)
-            if ident in seen:
-                c.fail(at, f"repeats the {kind} piece of row {row}")
-            seen.add(ident)
-        for r in range(R):
-            for d in range(D):
-                if ("attention", r, d) not in seen:
-                    c.fail(where, f"has no attention piece for row {r}, DP slot {d}")
-            for g in range(G):
-                for layer in layers:
-                    for p in range(P):
-                        if ("experts", r, g, layer, p) not in seen:
-                            c.fail(where, f"has no experts piece for row {r}, EDP shard {g}, MoE layer {layer}, "
-                                          f"EP rank {p}")
-        measured = c.field(plan, "measured", where)
-        step = c.number(measured, "step_seconds", f"{where}.measured")
-        want = compose(pieces, R, shards, layers)["step_seconds"]
-        if step != want:
-            c.fail(f"{where}.measured.step_seconds", f"is {step!r}; its pieces compose to {want!r}")
+    """Checks a measured document as read from JSON (``origin`` names it in errors) and returns it,
+    with the format's one reader, which ``routepack calibrate`` uses too (core/plan/measured.h
+    parse_measured): the format and version, the
+    window (and, given ``fingerprint``, that it is that window's), the topology (the topology file's
+    rules), the shapes, and every plan's pieces: each field in range (seconds finite and >= 0), every
+    attention piece (row, DP slot) and experts piece (row, EDP shard, MoE layer, EP rank) present
+    exactly once, and ``measured`` equal to what the pieces compose to (:func:`compose`).
+    InputError "<origin>: <field path> ..." otherwise (a NaN or infinity is not JSON: "<origin>:
+    malformed JSON ...")."""
+    routepack._core._check_measured(json.dumps(doc), origin, fingerprint or "")
     return doc
 
 
@@ -473,16 +355,9 @@ def read_measured(path: str, fingerprint: Optional[str] = None) -> Dict[str, Any
     """A measured file (docs/measure.md), checked by :func:`check_measured` (``fingerprint``: the
     window it must be of). MissingFileError for a missing file; InputError naming the file for text
     that is not JSON (a truncated file) and for every bad field."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise routepack.MissingFileError(f"{path}: no such file") from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise routepack.InputError(f"{path}: not a measured file: not valid JSON ({e})") from None
-    return check_measured(doc, path, fingerprint)
+    text = routepack._core._read_measured_text(path)
+    routepack._core._check_measured(text, str(path), fingerprint or "")
+    return json.loads(text)
 
 
 def _pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
