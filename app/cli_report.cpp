@@ -251,7 +251,11 @@ void print_comparison(const PlanResult& r) {
     std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + shown(r.window_name) + "'")
               << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks
               << " EP ranks, " << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap
-              << batch_rules_text(r) << "\n";
+              << batch_rules_text(r)
+              << (t.expert_invocation_tokens > 0
+                      ? ", " + std::to_string(t.expert_invocation_tokens) + " tokens per expert invocation"
+                      : std::string())
+              << "\n";
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
         std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";
