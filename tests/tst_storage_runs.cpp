@@ -194,11 +194,12 @@ private Q_SLOTS:
         auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
         const std::string where = db.string() + ": topology 't': ";
         set_definition(R"(, "zz": )" + nested(500));
-        QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
-                 where + "unknown field 'zz' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, min_rows, "
-                         "row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
-                         "comm_load_tolerance, edp_shards, attention_stages, samples_per_dp_slot, "
-                         "samples_per_cell, max_samples_per_cell, oversize, migration)");
+        QCOMPARE(
+            error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
+            where + "unknown field 'zz' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, min_rows, "
+                    "row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
+                    "comm_load_tolerance, expert_invocation_tokens, edp_shards, attention_stages, samples_per_dp_slot, "
+                    "samples_per_cell, max_samples_per_cell, oversize, migration)");
         set_definition(R"(, "zz": )" + nested(200000));
         QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
                  where + "JSON nested deeper than 512 levels");
