@@ -15,7 +15,8 @@ Modes (one per CTest entry):
         ```text block that follows it (only prose between them), by the output rules below;
       - for a block under a line `> Not run by the tests: REASON` checks that every `--flag` of each
         command is named by that command's help (`routepack CMD --help`, a benchmark's usage text,
-        `setup.sh`'s modes, `python3 -m routepack.run CMD --help`, `check_docs.py MODE --help`) and
+        `setup.sh`'s modes, `python3 -m routepack.run CMD --help`, `python3 -m
+        routepack.torch.measure --help`, `check_docs.py MODE --help`) and
         compiles a Python block;
       - for a block under a line starting `> Run by `TEST``, the test that runs it, checks that the
         test exists (a file of the clone, or a CTest name of tests/) and the flags as above;
@@ -368,6 +369,12 @@ class Checker:
             if rc != 0:
                 return [f"'{line}': python3 -m routepack.run has no command '{sub}'"]
             return [f"'{line}': {f} is not an option of routepack.run {sub}" for f in flags if f not in text]
+        if os.path.basename(prog).startswith("python3") and words[1:3] == ["-m", "routepack.torch.measure"]:
+            rc, text = self.help_text([self.python, "-m", "routepack.torch.measure", "--help"], self.py_env())
+            if rc != 0:
+                return [f"'{line}': python3 -m routepack.torch.measure --help failed"]
+            return [f"'{line}': {f} is not an option of routepack.torch.measure"
+                    for f in flags if not re.search(r"(?<![\w-])" + re.escape(f) + r"(?![\w-])", text)]
         return [f"'{line}': no syntax check for '{prog}' (run it, or teach tests/docs/check_docs.py its help)"] \
             if strict else []
 
