@@ -597,6 +597,17 @@ private Q_SLOTS:
         ed.setTopology(QStringLiteral("free"), known_topology("deepseek-v2-lite-ep8-dp4"));
         QCOMPARE(perSlot->text(), QStringLiteral("free"));
         QCOMPARE(*ed.topology(), known_topology("deepseek-v2-lite-ep8-dp4"));
+        // A calibrated topology's expert invocation cost is shown and kept, and can be edited.
+        auto* invocation = ed.findChild<QSpinBox*>(QStringLiteral("expertInvocationTokens"));
+        QVERIFY(invocation);
+        QCOMPARE(invocation->text(), QStringLiteral("none (linear)"));
+        Topology calibrated = known_topology("deepseek-v2-lite-ep8-dp4");
+        calibrated.expert_invocation_tokens = 44;
+        ed.setTopology(QStringLiteral("calibrated"), calibrated);
+        QCOMPARE(invocation->value(), 44);
+        QCOMPARE(*ed.topology(), calibrated);
+        invocation->setValue(12);
+        QCOMPARE(ed.topology()->expert_invocation_tokens, std::int64_t{12});
     }
 
     void topologyEditorRoundTrip() {

@@ -200,7 +200,7 @@ QVariantList TopologyEditor::formState() const {
     for (const QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         s << e->text();
     for (const QSpinBox* b : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
-                              samplesPerCell_, maxSamplesPerCell_})
+                              samplesPerCell_, maxSamplesPerCell_, invocation_})
         s << b->value();
     s << oversize_->currentIndex() << commWeight_->value() << commTolerance_->value();
     for (const BudgetField& f : budgetFields_)
@@ -224,7 +224,7 @@ void TopologyEditor::restoreFormState(const QVariantList& state) {
     for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         e->setText(state[i++].toString());
     for (QSpinBox* b : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
-                        samplesPerCell_, maxSamplesPerCell_})
+                        samplesPerCell_, maxSamplesPerCell_, invocation_})
         b->setValue(state[i++].toInt());
     oversize_->setCurrentIndex(state[i++].toInt());
     commWeight_->setValue(state[i++].toDouble());
@@ -312,6 +312,13 @@ void TopologyEditor::addNodeRows(QFormLayout* tf, QWidget* topoBox) {
 }
 
 void TopologyEditor::addStageRows(QFormLayout* tf, QWidget* topoBox) {
+    invocation_ = intSpin(topoBox, 0, static_cast<int>(kMaxInvocationTokens), 0);
+    invocation_->setObjectName(QStringLiteral("expertInvocationTokens"));
+    invocation_->setSpecialValueText(tr("none (linear)"));
+    invocation_->setToolTip(tr("expert_invocation_tokens: every (row-shard, MoE layer, expert) with tokens adds "
+                               "this many tokens to its EP rank's load; routepack calibrate fits it "
+                               "(docs/measure.md)"));
+    tf->addRow(tr("Expert invocation (tokens)"), invocation_);
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -408,7 +415,7 @@ void TopologyEditor::connectFields() {
         Q_EMIT changed();
     };
     for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
-                        samplesPerCell_, maxSamplesPerCell_})
+                        samplesPerCell_, maxSamplesPerCell_, invocation_})
         connect(s, &QSpinBox::valueChanged, this, notify);
     connect(oversize_, &QComboBox::currentIndexChanged, this, notify);
     for (QDoubleSpinBox* s : {commWeight_, commTolerance_})
@@ -482,6 +489,7 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     dpSlotNodes_->setText(nodeListText(t.dp_slot_nodes));
     commWeight_->setValue(t.comm_weight);
     commTolerance_->setValue(t.comm_load_tolerance);
+    invocation_->setValue(static_cast<int>(t.expert_invocation_tokens));
     stages_->setRowCount(0);
     for (const auto& s : t.attention_stages)
         addStage(QString::fromStdString(s.name), s.alpha, s.beta);
@@ -536,6 +544,7 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.dp_slot_nodes = parseNodeListText(dpSlotNodes_->text(), "DP slot nodes");
         t.comm_weight = commWeight_->value();
         t.comm_load_tolerance = commTolerance_->value();
+        t.expert_invocation_tokens = invocation_->value();
         for (int r = 0; r < stages_->rowCount(); ++r) {
             AttentionStage s;
             const QTableWidgetItem* n = stages_->item(r, 0);

@@ -147,6 +147,7 @@ private:
     QLineEdit* dpSlotNodes_ = nullptr; ///< dp_slot_nodes
     QDoubleSpinBox* commWeight_ = nullptr;
     QDoubleSpinBox* commTolerance_ = nullptr;
+    QSpinBox* invocation_ = nullptr; ///< expert_invocation_tokens (0 = the linear expert term)
     QTableWidget* stages_ = nullptr;
     QLabel* validity_ = nullptr;
     // Budgets: one field per row of routepack::budget_table() (core/plan/budgets.h), with the
