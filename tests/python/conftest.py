@@ -32,3 +32,9 @@ def shared_dir():
 
 def cli():
     return os.environ.get("ROUTEPACK_CLI", "")
+
+
+def cli_env():
+    """The environment for running the CLI as a child: the sanitizer pass preloads its runtime into Python,
+    which a sanitizer-built CLI refuses to load a second time."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}

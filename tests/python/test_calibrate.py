@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import routepack
-from conftest import cli
+from conftest import cli, cli_env
 
 C = 4096
 # Seconds per token and per squared token of attention; per invocation and per token of experts.
@@ -148,7 +148,7 @@ def test_command_line_writes_what_python_returns(tmp_path):
     m = write(tmp_path, doc)
     out = tmp_path / "cal.json"
     r = subprocess.run([exe, "calibrate", str(m), "--topology", "deepseek-v2-lite-ep8-dp4", "--out", str(out)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=cli_env())
     assert (r.returncode, r.stderr) == (0, "")
     cal, fit = routepack.calibrate(m, routepack.Topology.load("deepseek-v2-lite-ep8-dp4"))
     assert out.read_text() == cal.to_json() + "\n"
@@ -227,17 +227,17 @@ def bad_cases():
 
 
 @pytest.mark.parametrize("name,text,message", bad_cases(), ids=[c[0] for c in bad_cases()])
-def test_bad_measured_files_are_refused(tmp_path, name, text, message):
+def test_bad_measured_files_are_refused(tmp_path, monkeypatch, name, text, message):
     path = tmp_path / "m.json"
     path.write_text(text)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(routepack.InputError) as e:
         routepack.calibrate("m.json", routepack.Topology(8, 4, 2, C))
     assert message in str(e.value)
     exe = cli()
     if exe:
         r = subprocess.run([exe, "calibrate", "m.json", "--topology", "deepseek-v2-lite-ep8-dp4", "--out", "o.json"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env=cli_env())
         assert r.returncode == 1 and message in r.stderr and not os.path.exists("o.json")
 
 
