@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
     const std::vector<Command> commands = {
         register_import(app),
         register_import_run(app),
+        register_import_measured(app),
         register_info(app),
         register_window(app),
         register_synth(app),

@@ -8,6 +8,7 @@ namespace routepack::cli {
 
 Command register_import(CLI::App& app);           ///< import: trace files/folders into a library
 Command register_import_run(CLI::App& app);       ///< import-run: a cluster run's summary into a library
+Command register_import_measured(CLI::App& app);  ///< import-measured: a measured step into a library
 Command register_info(CLI::App& app);             ///< info: traces, lengths, per-layer load CV
 Command register_window(CLI::App& app);           ///< window: a named subset of a trace's samples
 Command register_synth(CLI::App& app);            ///< synth: a deterministic synthetic GRPO trace

@@ -6,6 +6,7 @@
 #include "core/model/trace.h"
 #include "core/plan/method.h"
 #include "core/plan/planner.h"
+#include "core/plan/profiler_trace.h"
 
 #include <atomic>
 #include <filesystem>
@@ -161,6 +162,34 @@ struct ClusterRunImport {
 ///   \"step-1.plan.json\", not a plan file in <OUT>/<chain>"), parse_topology's errors for a chain's
 ///   topology ("<OUT>/run.json: topologies.<chain>: ..."), parse_json_document's for malformed JSON.
 std::pair<ClusterRunEntry, std::vector<ClusterRunStep>> read_cluster_run_folder(const std::filesystem::path& out);
+
+/// One plan of a measured step in the library (table `measured_plans`).
+struct MeasuredPlanEntry {
+    std::string name;                     ///< the measured file's plan name (a method, or a plan)
+    int rows = 0;                         ///< R of the layout it ran
+    double step_seconds = 0;              ///< measured, composed by the step's synchronization
+    std::optional<double> modelled_max_u; ///< the cost model's max_g U of that layout (units of C)
+    std::int64_t run_id = 0;              ///< the saved run whose layout it measured (0: none in the library)
+    std::string method;                   ///< that run's method ("baseline", ..., "routepack"; "" when run_id is 0)
+};
+
+/// A measured step stored beside its window (tables `measured_steps`, `measured_plans`).
+struct MeasuredStepEntry {
+    std::int64_t id = 0;
+    std::string trace, window;            ///< the window measured
+    std::string source;                   ///< "measured" (a measured file) or "profiler" (torch.profiler traces)
+    std::vector<std::string> files;       ///< the imported files, absolute
+    std::string fingerprint;              ///< hex64 FNV-1a of the stored measured file's text
+    std::string imported_at;              ///< UTC ISO-8601
+    Topology topology;                    ///< the topology it was measured under
+    std::vector<MeasuredPlanEntry> plans; ///< in the file's order
+};
+
+/// What Library::import_measured / import_profiler did.
+struct MeasuredImport {
+    bool unchanged = false; ///< the same measured file was stored for the window before: nothing written
+    MeasuredStepEntry step;
+};
 
 /// What deleting a trace, a window or a saved run removes from the library (counted inside the
 /// same transaction as the delete, or by the *_removal preview functions).
@@ -409,12 +438,50 @@ public:
     /// <file>" when absent.
     std::vector<ClusterRunStep> cluster_run_steps(std::int64_t id) const;
 
+    /// Stores a measured file (docs/measure.md "The measured file") beside the window it measured:
+    /// `text` is the file's text, `file` its path. The window is the library's window of the file's
+    /// window.trace and window.window, and must be that window (parse_measured with the window's
+    /// fingerprint: "<file>: window.fingerprint is X, the window's is Y: a measurement of another
+    /// window"); every other check of parse_measured applies. Each plan is linked to the saved run
+    /// and method whose layout it measured, when one is found among the window's runs on the same
+    /// topology (layout_pieces of each of the run's four methods against the plan's pieces:
+    /// same_pieces). The text is stored as it is, in one transaction; the same text for the same
+    /// window again changes nothing (MeasuredImport::unchanged). InputError "<file>: window
+    /// '<trace>/<window>' is not in <library>" when the library lacks it; LibraryReadOnly.
+    MeasuredImport import_measured(const std::string& text, const std::filesystem::path& file);
+    /// Stores the step that torch.profiler Chrome traces recorded (docs/measure.md "Profiler
+    /// ranges"): `plan_text` is a plan file's text (`plan_file` its path) whose window is in the
+    /// library (restore_plan against it: "<plan>: the saved plan does not match its window (...)"),
+    /// `method` the method whose layout ran ("baseline", "reorder", "karmarkar_karp" or
+    /// "routepack"; InputError "unknown method 'x' ..." otherwise). The pieces are layout_pieces of
+    /// that layout on the plan's topology, their seconds fill_from_profiler's (its errors) from the
+    /// step ranges of plan `step` ("" = `method`), the measured plan named so; the step is stored as a measured file
+    /// with shapes null and timing {clock "torch.profiler host ranges" or "torch.profiler device ranges", statistic
+    /// "median", repeats, warmup 0}, then as import_measured stores one (source "profiler", files: the plan, then the
+    /// traces).
+    MeasuredImport import_profiler(const std::string& plan_text, const std::filesystem::path& plan_file,
+                                   const std::string& method, const std::string& step,
+                                   const std::vector<ProfilerTraceFile>& traces,
+                                   const std::vector<std::filesystem::path>& trace_files);
+    /// The measured steps stored for a window (every window when `trace` is empty), oldest first;
+    /// empty for a library opened read-only at a schema version below 6.
+    std::vector<MeasuredStepEntry> measured_steps(const std::string& trace = {}, const std::string& window = {}) const;
+    /// The stored measured file of step `id`, read back (parse_measured); InputError "no measured
+    /// step N in <file>" when absent.
+    MeasuredStep measured_step(std::int64_t id) const;
+    /// The library's record of measured step `id`; the same InputError when absent.
+    MeasuredStepEntry measured_entry(std::int64_t id) const;
+
     /// Test hook: when > 0, import throws after that many samples were written (inside the
     /// transaction), so tests can prove atomicity under a failure mid-import.
     void set_fail_after_samples_for_testing(std::size_t n) { fail_after_ = n; }
 
 private:
     Library(sqlite3* db, std::filesystem::path path);
+    /// The write of import_measured / import_profiler: links the runs, then one transaction.
+    MeasuredImport store_measured(const MeasuredStep& m, const std::string& text, const Trace& window,
+                                  std::int64_t window_id, const char* source,
+                                  const std::vector<std::filesystem::path>& files);
     sqlite3* db_ = nullptr;
     std::filesystem::path path_;
     bool read_only_ = false;

@@ -296,12 +296,48 @@ constexpr const char* kMigration5 = R"sql(
 ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';  -- trimmed, at most 80 characters
 )sql";
 
+// Migration 6: measured steps (docs/measure.md "In the library"), imported by `routepack
+// import-measured` from a measured file (python3 -m routepack.torch.measure --out) or from
+// torch.profiler traces with the plan they ran.
+//   measured_steps   one per imported measurement of a window: where it came from, the measured
+//                    file's text (the one format; a profiler import is stored in it too), its topology
+//   measured_plans   its plans in file order: name, rows, measured step seconds, modelled max_g U,
+//                    and the saved run and method whose layout it measured (same rows, cells and
+//                    expert tokens per EP rank), when the library holds one
+constexpr const char* kMigration6 = R"sql(
+CREATE TABLE measured_steps (
+    id           INTEGER PRIMARY KEY,
+    window_id    INTEGER NOT NULL REFERENCES windows(id) ON DELETE CASCADE,
+    source       TEXT    NOT NULL CHECK (source IN ('measured', 'profiler')),
+    files        TEXT    NOT NULL,            -- JSON list of the imported files' absolute paths
+    fingerprint  TEXT    NOT NULL,            -- hex64 FNV-1a of document
+    topology     TEXT    NOT NULL,            -- topology JSON (the measured file's)
+    document     TEXT    NOT NULL,            -- the measured file (format routepack-measured, version 1)
+    imported_at  TEXT    NOT NULL,            -- UTC ISO-8601
+    UNIQUE (window_id, fingerprint)
+);
+
+CREATE TABLE measured_plans (
+    measured_id    INTEGER NOT NULL REFERENCES measured_steps(id) ON DELETE CASCADE,
+    position       INTEGER NOT NULL CHECK (position >= 0),
+    name           TEXT    NOT NULL,
+    rows           INTEGER NOT NULL CHECK (rows > 0),
+    step_seconds   REAL    NOT NULL CHECK (step_seconds >= 0),
+    modelled_max_u REAL,                                              -- NULL when the file has none
+    run_id         INTEGER REFERENCES runs(id) ON DELETE SET NULL,    -- the saved run it measured
+    method         TEXT,                                              -- that run's method
+    PRIMARY KEY (measured_id, position)
+) WITHOUT ROWID;
+CREATE INDEX measured_plans_by_run ON measured_plans(run_id);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "models, traces, source files, samples (counts blobs), aggregate totals, windows", kMigration1},
     {2, "topologies, plans, runs, run results, annealing history", kMigration2},
     {3, "per-token sample routes; run results accept grouter and routepack+comm", kMigration3},
     {4, "cluster runs imported from their output folder: settings, chains, per-step summary", kMigration4},
     {5, "a name for each saved planner run", kMigration5},
+    {6, "measured steps of a window and their plans, linked to the saved runs they measured", kMigration6},
 };
 
 int read_user_version(sqlite3* db, const std::filesystem::path& file) {

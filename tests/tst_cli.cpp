@@ -121,6 +121,9 @@ std::map<QString, UsageCases> usage_cases(const fs::path& t) {
     c[s("import-run")] = {
         {s("import-run"), q(t / "nowhere"), s("--db"), QString()}, s("--db must be a file path (got '')"),  {}, {},
         {s("import-run"), q(t / "nowhere"), s("--db"), lib},       q(t / "nowhere") + s(": no such folder")};
+    c[s("import-measured")] = {
+        {s("import-measured"), none, s("--db"), QString()}, s("--db must be a file path (got '')"),  {}, {},
+        {s("import-measured"), none, s("--db"), lib},       none + s(": no such measured step file")};
     c[s("info")] = {{s("info"), s("--db"), lib, s("--json=bogus")},
                     s("--json must be given alone, or as --json=true or --json=false (got 'bogus') (see routepack "
                       "info --help)"),
@@ -229,7 +232,9 @@ const std::set<QString>& text_flags() {
                                             QStringLiteral("--output"),
                                             QStringLiteral("--layer-map"),
                                             QStringLiteral("--device"),
-                                            QStringLiteral("--router-layer-base")};
+                                            QStringLiteral("--router-layer-base"),
+                                            QStringLiteral("--method"),
+                                            QStringLiteral("--step")};
     return flags;
 }
 

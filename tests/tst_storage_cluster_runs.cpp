@@ -379,7 +379,7 @@ private Q_SLOTS:
         const fs::path out = dir_ / "out";
         write_out(out, run_json(), summary_json());
         auto lib = Library::open(dir_ / "lib.routepack");
-        QCOMPARE(lib->schema_version(), 5);
+        QCOMPARE(lib->schema_version(), 6);
         QVERIFY(lib->cluster_runs().empty());
         const ClusterRunImport r = lib->import_cluster_run(dir_ / "." / "out" / ""); // the same OUT
         QVERIFY(r.outcome == ClusterRunImport::Outcome::Imported);
@@ -556,7 +556,7 @@ private Q_SLOTS:
         QCOMPARE(q(error_of<InputError>([&] { old->cluster_run(1); })), q("no cluster run 1 in " + v3.string()));
         old.reset();
         auto lib = Library::open(v3, OpenMode::ReadWrite);
-        QCOMPARE(lib->schema_version(), 5);
+        QCOMPARE(lib->schema_version(), 6);
         QCOMPARE(lib->import_cluster_run(out).run.planned, std::size_t{5});
     }
 

@@ -225,9 +225,11 @@ private Q_SLOTS:
     }
 
     void olderLibraryReadOnlyThenMigrated() {
-        // A schema-4 library (runs without a name column): the library of initTestCase with the column
-        // dropped and the version set back, its runs table then as migrations 1-4 create it.
-        exec_sql(v4_, "ALTER TABLE runs DROP COLUMN name; PRAGMA user_version = 4;");
+        // A schema-4 library (runs without a name column, no measured steps): the library of
+        // initTestCase with migrations 5 and 6 undone and the version set back, its tables then as
+        // migrations 1-4 create them.
+        exec_sql(v4_, "DROP TABLE measured_plans; DROP TABLE measured_steps; ALTER TABLE runs DROP COLUMN name; "
+                      "PRAGMA user_version = 4;");
         {
             const fs::path fresh = v4_.parent_path() / "v4-fresh.routepack";
             std::string sql;
@@ -248,15 +250,16 @@ private Q_SLOTS:
             QCOMPARE(runs.front().name, std::string());
             QCOMPARE(old->run(runFailed_).name, std::string());
             QCOMPARE(old->run(runFailed_).status, std::string("failed"));
+            QVERIFY(old->measured_steps().empty()); // no table before schema 6: nothing measured
             QCOMPARE(error_of<LibraryReadOnly>([&] { old->rename_run(runA_, "x"); }),
                      v4_.string() + ": library is read-only (cannot write)");
         }
         QVERIFY(test::read_file(v4_) == bytes); // not one byte written
         QVERIFY(!fs::exists(v4_.string() + "-wal"));
         QVERIFY(!fs::exists(v4_.string() + "-shm"));
-        // A writable open migrates it (4 -> 5): every run unnamed, then renamable.
+        // A writable open migrates it (4 -> 6): every run unnamed, then renamable.
         auto lib = Library::open(v4_, OpenMode::ReadWrite);
-        QCOMPARE(lib->schema_version(), 5);
+        QCOMPARE(lib->schema_version(), 6);
         QCOMPARE(lib->runs("syn", "half").size(), std::size_t(2));
         QCOMPARE(rows_of(v4_, "runs WHERE name = ''"), std::int64_t(4));
         lib->rename_run(runA_, "first");

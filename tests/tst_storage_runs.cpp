@@ -1,8 +1,12 @@
 // Topologies and planner runs in a library (storage/library.h, schema migration 2) on a real SQLite
 // file in a temporary folder: round trips of every stored value, the topology naming rule, failed
-// and cancelled runs, read-only refusals, and the embedded demo (storage/demo.h).
+// and cancelled runs, read-only refusals, and the embedded demo (storage/demo.h); measured steps
+// (schema migration 6): a layout's pieces by hand, the measured file written and read back, a
+// profiler trace's ranges, and an import linked to the saved run whose layouts it measured.
 #include "core/plan/budgets.h"
+#include "core/plan/measured.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/profiler_trace.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "storage/demo.h"
@@ -11,6 +15,8 @@
 
 #include <QtTest>
 #include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -77,6 +83,53 @@ void compare_metrics(const LayoutMetrics& a, const LayoutMetrics& b) {
     QCOMPARE(a.empty_cells, b.empty_cells);
 }
 
+/// Three samples (10, 20, 30 tokens) of one MoE layer (id 3) of four experts:
+/// s0 {4, 0, 6, 0}, s1 {0, 0, 10, 10}, s2 {0, 0, 6, 24}.
+Trace tiny_window() {
+    Trace t;
+    t.model.experts = 4;
+    t.model.top_k = 2;
+    t.model.num_hidden_layers = 4;
+    t.model.moe_layers = {3};
+    const std::int64_t lengths[] = {10, 20, 30};
+    for (int i = 0; i < 3; ++i) {
+        SampleInfo s;
+        s.id = "s" + std::to_string(i);
+        s.length = lengths[i];
+        t.samples.push_back(s);
+    }
+    t.counts = {4, 0, 6, 0, 0, 0, 10, 10, 0, 0, 6, 24};
+    return t;
+}
+
+/// Two EP ranks, two DP slots in two EDP shards, cap 100, one stage (alpha 1.5, beta 4), invocation 3 tokens.
+Topology tiny_topology() {
+    return parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0], [1]], "token_cap": 100,
+        "attention_stages": [{"name": "attention", "alpha": 1.5, "beta": 4.0}], "expert_invocation_tokens": 3})",
+                          "tiny");
+}
+
+/// One row: cell 0 holds samples 0 and 1, cell 1 sample 2; the identity placement (rank 0: experts 0, 1).
+MeasuredPlan tiny_pieces(const Placement* placement = nullptr) {
+    Placement identity{1, 4, 2, {0, 1, 2, 3}};
+    return layout_pieces(tiny_window(), Layout::from_cells(1, 2, {{0, 1}, {2}}), placement ? *placement : identity,
+                         tiny_topology(), "p");
+}
+
+MeasuredStep tiny_step() {
+    MeasuredStep m;
+    m.trace = "t";
+    m.window = "w";
+    m.fingerprint = "0123456789abcdef";
+    m.samples = 3;
+    m.experts = 4;
+    m.moe_layers = {3};
+    m.topology = tiny_topology();
+    m.shapes = "null";
+    m.timing = R"({"repeats":1})";
+    m.plans = {tiny_pieces()};
+    return m;
+}
 } // namespace
 
 class TestStorageRuns : public QObject {
@@ -369,6 +422,238 @@ private Q_SLOTS:
         QCOMPARE(run_error(), where + QStringLiteral(": joint is \"x\", not a finite number"));
         set_metrics("cap_violations", "1");
         QCOMPARE(Library::open(db, OpenMode::ReadOnly)->run(id).results.front().metrics.cap_violations, 1);
+    }
+
+    void layoutPiecesHandComputed() {
+        const MeasuredPlan m = tiny_pieces();
+        QCOMPARE(m.rows, 1);
+        QCOMPARE(m.pieces.size(), std::size_t(6));
+        // Attention: cell (0, 0) holds 10 + 20 tokens, cell (0, 1) 30.
+        const MeasuredPiece& a0 = m.pieces[0];
+        QVERIFY(a0.attention && a0.row == 0 && a0.dp_slot == 0 && a0.edp_shard == 0);
+        QCOMPARE(std::vector<std::int64_t>({a0.samples, a0.tokens, a0.sq_tokens}),
+                 std::vector<std::int64_t>({2, 30, 500}));
+        QCOMPARE(a0.modelled, 1.5 * 30.0 / 100 + 4.0 * 500.0 / (100.0 * 100.0));
+        const MeasuredPiece& a1 = m.pieces[1];
+        QCOMPARE(std::vector<std::int64_t>({a1.dp_slot, a1.edp_shard, a1.samples, a1.tokens, a1.sq_tokens}),
+                 std::vector<std::int64_t>({1, 1, 1, 30, 900}));
+        // Experts: shard 0 routes {4, 0, 16, 10}, shard 1 {0, 0, 6, 24}; rank 0 holds experts 0 and 1.
+        const auto experts = [](const MeasuredPiece& p) {
+            return std::vector<std::int64_t>({p.edp_shard, p.moe_layer, p.ep_rank, p.experts, p.tokens});
+        };
+        QCOMPARE(experts(m.pieces[2]), std::vector<std::int64_t>({0, 3, 0, 1, 4}));
+        QCOMPARE(experts(m.pieces[3]), std::vector<std::int64_t>({0, 3, 1, 2, 26}));
+        QCOMPARE(experts(m.pieces[4]), std::vector<std::int64_t>({1, 3, 0, 0, 0}));
+        QCOMPARE(experts(m.pieces[5]), std::vector<std::int64_t>({1, 3, 1, 2, 30}));
+        QCOMPARE(m.pieces[2].modelled, (4.0 + 3.0) / 100);
+        QCOMPARE(m.pieces[3].modelled, (26.0 + 6.0) / 100);
+        QCOMPARE(m.pieces[4].modelled, 0.0);
+        // Experts 0 and 2 swap slots: rank 0 now holds experts 2 and 1.
+        const Placement swapped{1, 4, 2, {2, 1, 0, 3}};
+        const MeasuredPlan s = tiny_pieces(&swapped);
+        QCOMPARE(experts(s.pieces[2]), std::vector<std::int64_t>({0, 3, 0, 1, 16}));
+        QCOMPARE(experts(s.pieces[3]), std::vector<std::int64_t>({0, 3, 1, 2, 14}));
+        QCOMPARE(experts(s.pieces[4]), std::vector<std::int64_t>({1, 3, 0, 1, 6}));
+        QCOMPARE(experts(s.pieces[5]), std::vector<std::int64_t>({1, 3, 1, 1, 24}));
+        // The same layout whatever the seconds and order; another placement is another layout.
+        MeasuredPlan timed = m;
+        timed.pieces[0].seconds = 1;
+        std::reverse(timed.pieces.begin(), timed.pieces.end());
+        QVERIFY(same_pieces(m, timed));
+        QVERIFY(!same_pieces(m, s));
+    }
+
+    void measuredFileRoundTrip() {
+        MeasuredStep m = tiny_step();
+        const double seconds[] = {1.0, 2.0, 0.5, 0.25, 0.0, 1.0};
+        for (std::size_t k = 0; k < 6; ++k)
+            m.plans[0].pieces[k].seconds = seconds[k];
+        // J = (1 + max(0.5, 0.25), 2 + max(0, 1)) = (1.5, 3): the step waits for shard 1.
+        QCOMPARE(compose_measured(m.plans[0], m.topology, m.moe_layers), 3.0);
+        const std::string text = measured_to_json(m);
+        const auto doc = nlohmann::ordered_json::parse(text);
+        QCOMPARE(q(doc["plans"][0]["measured"].dump()),
+                 q(R"({"step_seconds":3.0,"shard_seconds":[1.5,3.0],"row_shard_seconds":[[1.5,3.0]]})"));
+        QCOMPARE(doc["shapes"].dump(), std::string("null"));
+        const MeasuredStep back = parse_measured(text, "m.json", "0123456789abcdef");
+        QCOMPARE(measured_to_json(back), text);
+        QCOMPARE(back.plans[0].step_seconds, 3.0);
+        QVERIFY(same_pieces(back.plans[0], m.plans[0]));
+        QCOMPARE(error_of<InputError>([&] { parse_measured(text, "m.json", "fedcba9876543210"); }),
+                 std::string("m.json: window.fingerprint is 0123456789abcdef, the window's is fedcba9876543210: a "
+                             "measurement of another window"));
+    }
+
+    void profilerRangesFillThePieces() {
+        const std::string step =
+            R"({"ph": "X", "cat": "user_annotation", "name": "routepack:step:window=0123456789abcdef:plan=p", "ts": 0, "dur": 1000})";
+        const auto range = [](const std::string& name, double ts, double dur, const char* cat = "user_annotation") {
+            return nlohmann::json({{"ph", "X"}, {"cat", cat}, {"name", name}, {"ts", ts}, {"dur", dur}}).dump();
+        };
+        const std::string a0 = "routepack:attention:row=0:dp_slot=0", a1 = "routepack:attention:row=0:dp_slot=1";
+        const std::string e00 = "routepack:experts:row=0:edp_shard=0:moe_layer=3:ep_rank=0";
+        const std::string e01 = "routepack:experts:row=0:edp_shard=0:moe_layer=3:ep_rank=1";
+        const std::string e11 = "routepack:experts:row=0:edp_shard=1:moe_layer=3:ep_rank=1";
+        std::vector<std::string> host = {step,
+                                         range(a0, 1, 10),
+                                         range(a0, 20, 30),
+                                         range(a0, 60, 20),
+                                         range(a1, 100, 40),
+                                         range(e00, 200, 8),
+                                         range(e00, 210, 12),
+                                         range(e01, 300, 50),
+                                         range(e11, 400, 70),
+                                         range(a0, 5000, 999),
+                                         R"({"ph": "X", "name": "aten::mm", "ts": 1, "dur": 3})",
+                                         R"({"ph": "M", "name": "process_name", "args": {}})"};
+        const auto list = [](const std::vector<std::string>& events) {
+            std::string out = "[";
+            for (const auto& e : events)
+                out += (out.size() > 1 ? ", " : "") + e;
+            return out + "]";
+        };
+        MeasuredPlan p = tiny_pieces();
+        const Topology t = tiny_topology();
+        ProfilerTiming timing = fill_from_profiler(p, {{"a.json", list(host)}}, "0123456789abcdef", t, {3});
+        QVERIFY(!timing.device);
+        QCOMPARE(timing.repeats, 1);
+        std::vector<double> got;
+        for (const auto& pc : p.pieces)
+            got.push_back(pc.seconds);
+        QCOMPARE(got, std::vector<double>({20 / 1e6, 40 / 1e6, 10 / 1e6, 50 / 1e6, 0.0, 70 / 1e6}));
+        QCOMPARE(p.step_seconds, 40 / 1e6 + 70 / 1e6);
+        // Device-side ranges, when the step has them, are the ones timed.
+        std::vector<std::string> both = host;
+        for (const auto& [name, dur] : {std::pair{a0, 5.0}, {a1, 6.0}, {e00, 7.0}, {e01, 8.0}, {e11, 9.0}})
+            both.push_back(range(name, 500, dur, "gpu_user_annotation"));
+        p = tiny_pieces();
+        timing =
+            fill_from_profiler(p, {{"b.json", R"({"traceEvents": )" + list(both) + "}"}}, "0123456789abcdef", t, {3});
+        QVERIFY(timing.device);
+        QCOMPARE(p.pieces[5].seconds, 9 / 1e6);
+        both.pop_back();
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"b.json", list(both)}}, "0123456789abcdef", t, {3});
+                 }),
+                 std::string("b.json: no device-side range " + e11 +
+                             " inside routepack:step:window=0123456789abcdef:plan=p (the piece has 30 tokens)"));
+        // Two files of one step (two processes): their ranges merge.
+        std::vector<std::string> first(host.begin(), host.begin() + 8), second = {step, range(e11, 400, 70)};
+        p = tiny_pieces();
+        fill_from_profiler(p, {{"r0.json", list(first)}, {"r1.json", list(second)}}, "0123456789abcdef", t, {3});
+        QCOMPARE(p.pieces[5].seconds, 70 / 1e6);
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"r0.json", list(first)}}, "0123456789abcdef", t, {3});
+                 }),
+                 std::string("r0.json: no range " + e11 +
+                             " inside routepack:step:window=0123456789abcdef:plan=p (the piece has 30 tokens)"));
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"a.json", list(host)}}, "fedcba9876543210", t, {3});
+                 }),
+                 std::string("a.json: its routepack:step ranges are of window 0123456789abcdef, not the plan's "
+                             "fedcba9876543210: a trace of another window"));
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"a.json", "[" + range(a0, 1, 2) + "]"}}, "0123456789abcdef", t, {3});
+                 }),
+                 std::string("a.json: no routepack:step range: wrap each step in "
+                             "record_function(\"routepack:step:window=0123456789abcdef:plan=p\")"));
+        QCOMPARE(
+            error_of<InputError>([&] {
+                fill_from_profiler(p, {{"a.json", list({step, range(e00 + "x", 1, 2)})}}, "0123456789abcdef", t, {3});
+            }),
+            std::string(
+                "a.json: [1].name \"" + e00 +
+                "x\" is not a routepack range (routepack:step:window=F:plan=NAME, "
+                "routepack:attention:row=R:dp_slot=D or routepack:experts:row=R:edp_shard=G:moe_layer=L:ep_rank=P)"));
+        QCOMPARE(q(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"a.json", list({step, range(a0, 1, -2)})}}, "0123456789abcdef", t, {3});
+                 })),
+                 q("a.json: [1].dur is -2.0, not a finite number >= 0"));
+
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(
+                         p,
+                         {{"a.json",
+                           list({step, range("routepack:experts:row=0:edp_shard=0:moe_layer=2:ep_rank=0", 1, 2)})}},
+                         "0123456789abcdef", t, {3});
+                 }),
+                 std::string("a.json: [1].name names MoE layer 2, not one of the window's MoE layers"));
+        QCOMPARE(error_of<InputError>([&] {
+                     fill_from_profiler(p, {{"a.json", "[" + step}}, "0123456789abcdef", t, {3});
+                 }).rfind("a.json: malformed JSON", 0),
+                 std::size_t(0));
+    }
+
+    void importMeasuredLinksTheRun() {
+        const auto db = make_library(QStringLiteral("measured"));
+        auto lib = Library::open(db);
+        const PlanResult r = plan_of(*lib, small_budgets());
+        const std::int64_t run = lib->save_run(r, "t").id;
+        const Trace window = lib->load_window("syn", "w");
+        // One plan per method, timed 1 s a piece; a fifth whose cells swap two samples of the
+        // routepack layout measured no saved layout.
+        MeasuredStep m;
+        m.trace = "syn";
+        m.window = "w";
+        m.fingerprint = r.fingerprint;
+        m.samples = static_cast<std::int64_t>(window.size());
+        m.experts = window.model.experts;
+        m.moe_layers = window.model.moe_layers;
+        m.topology = r.topology;
+        m.shapes = "null";
+        m.timing = R"({"repeats":1})";
+        for (const MethodResult* mr : r.methods()) {
+            MeasuredPlan p = layout_pieces(window, mr->layout, r.placement_of(mr->placement), r.topology, mr->key());
+            for (auto& pc : p.pieces)
+                pc.seconds = 1;
+            m.plans.push_back(std::move(p));
+        }
+        Layout swapped = r.routepack.layout;
+        std::swap(swapped.samples[0], swapped.samples[static_cast<std::size_t>(swapped.offsets[1])]);
+        m.plans.push_back(layout_pieces(window, swapped, r.placement.routepack, r.topology, "swapped"));
+        const std::string text = measured_to_json(m);
+        const fs::path file = db.parent_path() / "m.json";
+        const MeasuredImport first = lib->import_measured(text, file);
+        QVERIFY(!first.unchanged);
+        QCOMPARE(first.step.source, std::string("measured"));
+        QCOMPARE(first.step.files, std::vector<std::string>({file.string()}));
+        QCOMPARE(first.step.fingerprint, hex64(fnv1a64(text.data(), text.size())));
+        QCOMPARE(first.step.plans.size(), std::size_t(5));
+        for (std::size_t k = 0; k < 4; ++k) {
+            QCOMPARE(first.step.plans[k].run_id, run);
+            QCOMPARE(first.step.plans[k].method, first.step.plans[k].name);
+            QCOMPARE(first.step.plans[k].step_seconds, m.plans[k].rows * (1.0 + m.moe_layers.size()));
+        }
+        QCOMPARE(first.step.plans[4].run_id, std::int64_t(0));
+        QCOMPARE(first.step.plans[4].method, std::string());
+        // The same text again changes nothing; the stored file reads back.
+        const MeasuredImport again = lib->import_measured(text, file);
+        QVERIFY(again.unchanged);
+        QCOMPARE(again.step.id, first.step.id);
+        QCOMPARE(lib->measured_steps("syn", "w").size(), std::size_t(1));
+        QCOMPARE(measured_to_json(lib->measured_step(first.step.id)), text);
+        // Another window's measurement, a window the library lacks, a read-only library.
+        MeasuredStep other = m;
+        other.fingerprint = "0123456789abcdef";
+        QCOMPARE(error_of<InputError>([&] { lib->import_measured(measured_to_json(other), file); }),
+                 file.string() + ": window.fingerprint is 0123456789abcdef, the window's is " + r.fingerprint +
+                     ": a measurement of another window");
+        other = m;
+        other.window = "nope";
+        QCOMPARE(error_of<InputError>([&] { lib->import_measured(measured_to_json(other), file); }),
+                 file.string() + ": window 'syn/nope' is not in " + db.string() +
+                     " (import its trace and make the window first)");
+        QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->import_measured(text, file); }),
+                 db.string() + ": library is read-only (cannot write)");
+        // Deleting the run unlinks its plans; deleting the window removes the step.
+        lib->delete_run(run);
+        const MeasuredStepEntry unlinked = lib->measured_entry(first.step.id);
+        QCOMPARE(unlinked.plans[0].run_id, std::int64_t(0));
+        QCOMPARE(unlinked.plans[0].method, std::string());
+        lib->delete_window("syn", "w");
+        QVERIFY(lib->measured_steps().empty());
+        QCOMPARE(error_of<InputError>([&] { lib->measured_step(first.step.id); }),
+                 "no measured step " + std::to_string(first.step.id) + " in " + db.string());
     }
 
     void demoLibrary() {

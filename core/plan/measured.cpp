@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace routepack {
@@ -76,6 +77,7 @@ MeasuredPiece read_piece(const JsonField& pc, const MeasuredStep& m, int rows,
                          ", not \"attention\" or \"experts\"");
     }
     x.tokens = pc["tokens"].integer(0, kBig);
+    x.modelled = pc["modelled"].number(0, kMaxSeconds);
     x.seconds = pc["seconds"].number(0, kMaxSeconds);
     if (!seen.insert(ident).second)
         throw InputError(pc.where() + " repeats the " + kind + " piece of row " + std::to_string(x.row));
@@ -104,7 +106,7 @@ void check_complete(const JsonField& plan, const MeasuredStep& m, int rows,
 MeasuredPlan read_plan(const JsonField& plan, const MeasuredStep& m) {
     MeasuredPlan out;
     out.name = plan["name"].string();
-    (void)plan["layout_digest"].string();
+    out.layout_digest = plan["layout_digest"].string();
     out.rows = static_cast<int>(plan["rows"].integer(1, std::numeric_limits<int>::max()));
     if (plan["modelled_max_u"].given()) out.modelled_max_u = plan["modelled_max_u"].number(0, kMaxSeconds);
     const JsonField pieces = plan["pieces"];
@@ -122,9 +124,14 @@ MeasuredPlan read_plan(const JsonField& plan, const MeasuredStep& m) {
     return out;
 }
 
-} // namespace
+/// The step's synchronization, kept whole: J [R][G], U [G] and the step.
+struct Composition {
+    std::vector<double> row_shard; ///< [R][G]
+    std::vector<double> shard;     ///< [G]
+    double step = 0;
+};
 
-double compose_measured(const MeasuredPlan& plan, const Topology& topology, const std::vector<int>& moe_layers) {
+Composition compose_parts(const MeasuredPlan& plan, const Topology& topology, const std::vector<int>& moe_layers) {
     const int R = plan.rows, G = topology.shards();
     const std::size_t L = moe_layers.size();
     std::vector<double> attention(static_cast<std::size_t>(R) * G, 0.0);
@@ -140,19 +147,28 @@ double compose_measured(const MeasuredPlan& plan, const Topology& topology, cons
             e = std::max(e, pc.seconds);
         }
     }
-    double step = 0.0;
+    Composition c;
+    c.row_shard.resize(static_cast<std::size_t>(R) * G);
+    for (std::size_t rg = 0; rg < c.row_shard.size(); ++rg) {
+        double j = attention[rg];
+        for (std::size_t k = 0; k < L; ++k)
+            j += experts[rg * L + k];
+        c.row_shard[rg] = j;
+    }
     for (int g = 0; g < G; ++g) {
         double u = 0.0;
-        for (int r = 0; r < R; ++r) {
-            const std::size_t rg = static_cast<std::size_t>(r) * G + static_cast<std::size_t>(g);
-            double j = attention[rg];
-            for (std::size_t k = 0; k < L; ++k)
-                j += experts[rg * L + k];
-            u += j;
-        }
-        step = g == 0 ? u : std::max(step, u);
+        for (int r = 0; r < R; ++r)
+            u += c.row_shard[static_cast<std::size_t>(r) * G + static_cast<std::size_t>(g)];
+        c.shard.push_back(u);
+        c.step = g == 0 ? u : std::max(c.step, u);
     }
-    return step;
+    return c;
+}
+
+} // namespace
+
+double compose_measured(const MeasuredPlan& plan, const Topology& topology, const std::vector<int>& moe_layers) {
+    return compose_parts(plan, topology, moe_layers).step;
 }
 
 MeasuredStep parse_measured(const std::string& text, const std::string& origin, const std::string& fingerprint) {
@@ -172,16 +188,163 @@ MeasuredStep parse_measured(const std::string& text, const std::string& origin, 
         throw InputError(j["topology"].where() + " is not a valid topology (" + e.what() + ")");
     }
     const JsonField shapes = j["shapes"];
-    for (const char* key : {"hidden", "ffn", "heads", "head_dim", "run_hidden", "run_ffn", "run_head_dim"})
-        (void)shapes[key].integer(1, kBig);
-    (void)shapes["width"].number(0, 1, true);
+    if (!shapes.exists() || shapes.given()) {
+        for (const char* key : {"hidden", "ffn", "heads", "head_dim", "run_hidden", "run_ffn", "run_head_dim"})
+            (void)shapes[key].integer(1, kBig);
+        (void)shapes["width"].number(0, 1, true);
+    }
+    m.shapes = shapes.given() ? shapes.json().dump() : "null";
     (void)j["timing"]["repeats"].integer(1, kBig);
+    m.timing = j["timing"].json().dump();
     const JsonField plans = j["plans"];
     const std::size_t np = plans.list();
     if (np == 0) throw InputError(plans.where() + " is empty");
     for (std::size_t k = 0; k < np; ++k)
         m.plans.push_back(read_plan(plans[k], m));
     return m;
+}
+
+MeasuredPlan layout_pieces(const Trace& window, const Layout& layout, const Placement& placement,
+                           const Topology& topology, const std::string& name) {
+    const int L = window.model.num_moe_layers(), E = window.model.experts, P = topology.ep_ranks;
+    const int D = topology.dp_slots, R = layout.rows;
+    if (layout.dp_slots != D || placement.layers != L || placement.experts != E || placement.ep_ranks != P ||
+        topology.token_cap <= 0)
+        throw std::invalid_argument("layout_pieces: the layout, placement and topology do not fit the window");
+    const double C = static_cast<double>(topology.token_cap);
+    const std::vector<int> shard_of = topology.shard_of_slot();
+    MeasuredPlan out;
+    out.name = name;
+    out.rows = R;
+    std::vector<std::uint64_t> per_expert(static_cast<std::size_t>(L) * E);
+    for (int r = 0; r < R; ++r) {
+        for (int d = 0; d < D; ++d) {
+            const int k = r * D + d;
+            MeasuredPiece pc;
+            pc.attention = true;
+            pc.row = r;
+            pc.dp_slot = d;
+            pc.edp_shard = shard_of[static_cast<std::size_t>(d)];
+            for (int j = layout.offsets[k]; j < layout.offsets[k + 1]; ++j) {
+                const std::int64_t t = window.samples[static_cast<std::size_t>(layout.samples[j])].length;
+                ++pc.samples;
+                pc.tokens += t;
+                pc.sq_tokens += t * t;
+            }
+            for (const AttentionStage& st : topology.attention_stages)
+                pc.modelled += st.alpha * static_cast<double>(pc.tokens) / C +
+                               st.beta * static_cast<double>(pc.sq_tokens) / (C * C);
+            out.pieces.push_back(pc);
+        }
+        for (int g = 0; g < topology.shards(); ++g) {
+            std::fill(per_expert.begin(), per_expert.end(), 0);
+            for (const int d : topology.edp_shards[static_cast<std::size_t>(g)]) {
+                const int k = r * D + d;
+                for (int j = layout.offsets[k]; j < layout.offsets[k + 1]; ++j) {
+                    const auto counts = window.sample_counts(static_cast<std::size_t>(layout.samples[j]));
+                    for (std::size_t x = 0; x < per_expert.size(); ++x)
+                        per_expert[x] += counts[x];
+                }
+            }
+            for (int l = 0; l < L; ++l) {
+                for (int p = 0; p < P; ++p) {
+                    MeasuredPiece pc;
+                    pc.row = r;
+                    pc.edp_shard = g;
+                    pc.moe_layer = window.model.moe_layers[static_cast<std::size_t>(l)];
+                    pc.ep_rank = p;
+                    for (int e = 0; e < E; ++e) {
+                        const std::uint64_t n = per_expert[static_cast<std::size_t>(l) * E + e];
+                        if (n == 0 || placement.rank_of(l, e) != p) continue;
+                        ++pc.experts;
+                        pc.tokens += static_cast<std::int64_t>(n);
+                    }
+                    pc.modelled =
+                        (static_cast<double>(pc.tokens) +
+                         static_cast<double>(topology.expert_invocation_tokens) * static_cast<double>(pc.experts)) /
+                        C;
+                    out.pieces.push_back(pc);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+bool same_pieces(const MeasuredPlan& a, const MeasuredPlan& b) {
+    if (a.rows != b.rows || a.pieces.size() != b.pieces.size()) return false;
+    const auto key = [](const MeasuredPiece& p) {
+        return std::make_tuple(!p.attention, p.row, p.attention ? p.dp_slot : p.edp_shard, p.moe_layer, p.ep_rank);
+    };
+    const auto sorted = [&](const MeasuredPlan& m) {
+        std::vector<const MeasuredPiece*> v;
+        for (const MeasuredPiece& p : m.pieces)
+            v.push_back(&p);
+        std::sort(v.begin(), v.end(),
+                  [&](const MeasuredPiece* x, const MeasuredPiece* y) { return key(*x) < key(*y); });
+        return v;
+    };
+    const auto va = sorted(a), vb = sorted(b);
+    for (std::size_t i = 0; i < va.size(); ++i) {
+        const MeasuredPiece &x = *va[i], &y = *vb[i];
+        if (key(x) != key(y) || x.samples != y.samples || x.tokens != y.tokens || x.sq_tokens != y.sq_tokens ||
+            x.experts != y.experts)
+            return false;
+    }
+    return true;
+}
+
+std::string measured_to_json(const MeasuredStep& m) {
+    using J = nlohmann::ordered_json;
+    J doc;
+    doc["format"] = "routepack-measured";
+    doc["version"] = 1;
+    doc["window"] = {{"trace", m.trace},     {"window", m.window},         {"fingerprint", m.fingerprint},
+                     {"samples", m.samples}, {"moe_layers", m.moe_layers}, {"experts", m.experts}};
+    doc["topology"] = J::parse(topology_to_json(m.topology));
+    doc["shapes"] = J::parse(m.shapes.empty() ? "null" : m.shapes);
+    doc["timing"] = J::parse(m.timing);
+    J plans = J::array();
+    for (const MeasuredPlan& p : m.plans) {
+        const Composition c = compose_parts(p, m.topology, m.moe_layers);
+        const auto G = static_cast<std::size_t>(m.topology.shards());
+        J rows = J::array();
+        for (std::size_t r = 0; r < static_cast<std::size_t>(p.rows); ++r)
+            rows.push_back(std::vector<double>(c.row_shard.begin() + static_cast<std::ptrdiff_t>(r * G),
+                                               c.row_shard.begin() + static_cast<std::ptrdiff_t>((r + 1) * G)));
+        J pieces = J::array();
+        for (const MeasuredPiece& pc : p.pieces) {
+            J x;
+            x["kind"] = pc.attention ? "attention" : "experts";
+            x["row"] = pc.row;
+            if (pc.attention) {
+                x["dp_slot"] = pc.dp_slot;
+                x["edp_shard"] = pc.edp_shard;
+                x["samples"] = pc.samples;
+                x["tokens"] = pc.tokens;
+                x["sq_tokens"] = pc.sq_tokens;
+            } else {
+                x["edp_shard"] = pc.edp_shard;
+                x["moe_layer"] = pc.moe_layer;
+                x["ep_rank"] = pc.ep_rank;
+                x["experts"] = pc.experts;
+                x["tokens"] = pc.tokens;
+            }
+            x["modelled"] = pc.modelled;
+            x["seconds"] = pc.seconds;
+            pieces.push_back(std::move(x));
+        }
+        J plan;
+        plan["name"] = p.name;
+        plan["layout_digest"] = p.layout_digest;
+        plan["rows"] = p.rows;
+        plan["modelled_max_u"] = p.modelled_max_u ? J(*p.modelled_max_u) : J(nullptr);
+        plan["measured"] = {{"step_seconds", c.step}, {"shard_seconds", c.shard}, {"row_shard_seconds", rows}};
+        plan["pieces"] = std::move(pieces);
+        plans.push_back(std::move(plan));
+    }
+    doc["plans"] = std::move(plans);
+    return doc.dump(2);
 }
 
 } // namespace routepack

@@ -21,16 +21,17 @@ struct InputFileKind {
 /// hundred bytes, a DeepSeek-V3 checkpoint index about 9 MB, a plan for 100k samples a few MB) and
 /// small enough that reading one cannot exhaust memory.
 namespace input_files {
-inline constexpr InputFileKind kTopology{"topology file", std::uint64_t(1) << 20};                  // 1 MiB
-inline constexpr InputFileKind kPlan{"plan file", std::uint64_t(256) << 20};                        // 256 MiB
-inline constexpr InputFileKind kMeasured{"measured step file", std::uint64_t(1) << 30};             // 1 GiB
-inline constexpr InputFileKind kModelConfig{"model config (config.json)", std::uint64_t(16) << 20}; // 16 MiB
-inline constexpr InputFileKind kIdList{"id list", std::uint64_t(256) << 20, "an"};                  // 256 MiB
-inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_t(64) << 20};       // 64 MiB
-inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(64) << 20};         // 64 MiB
-inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                   // 16 GiB
-inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                  // 256 MiB
-inline constexpr InputFileKind kExpertMap{"expert map file", std::uint64_t(256) << 20, "an"};       // 256 MiB
+inline constexpr InputFileKind kTopology{"topology file", std::uint64_t(1) << 20};                           // 1 MiB
+inline constexpr InputFileKind kPlan{"plan file", std::uint64_t(256) << 20};                                 // 256 MiB
+inline constexpr InputFileKind kMeasured{"measured step file", std::uint64_t(1) << 30};                      // 1 GiB
+inline constexpr InputFileKind kProfilerTrace{"profiler trace (Chrome trace JSON)", std::uint64_t(2) << 30}; // 2 GiB
+inline constexpr InputFileKind kModelConfig{"model config (config.json)", std::uint64_t(16) << 20};          // 16 MiB
+inline constexpr InputFileKind kIdList{"id list", std::uint64_t(256) << 20, "an"};                           // 256 MiB
+inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_t(64) << 20};                // 64 MiB
+inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(64) << 20};                  // 64 MiB
+inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                            // 16 GiB
+inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                           // 256 MiB
+inline constexpr InputFileKind kExpertMap{"expert map file", std::uint64_t(256) << 20, "an"};                // 256 MiB
 /// A previous step's placement: a plan file or an expert map.
 inline constexpr InputFileKind kPreviousPlacement{"placement file (plan or expert map)", std::uint64_t(256) << 20};
 } // namespace input_files

@@ -6,6 +6,7 @@ sanitizer runtimes.)"""
 import copy
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -20,7 +21,7 @@ torch = pytest.importorskip("torch")
 
 import routepack  # noqa: E402
 import routepack.torch.measure as measure  # noqa: E402
-from conftest import cli  # noqa: E402
+from conftest import cli, cli_env  # noqa: E402
 
 MOE = [1, 2]
 C = 400
@@ -143,8 +144,9 @@ def test_invocation_cost_and_calibration(small, measured, tmp_path):
 
 
 def test_profiler_ranges_name_every_piece(small, tmp_path):
-    """Under torch.profiler every run of a piece (the warm-up and each repeat) is one range named for
-    it (measure.attention_name / experts_name); experts pieces without tokens run nothing."""
+    """Under torch.profiler every timed run of a piece (each repeat, not the warm-up) is one range
+    named for it (measure.attention_name / experts_name), inside one range of the whole step
+    (measure.step_name); experts pieces without tokens run nothing."""
     window, topology, plan = small
     rows, p2l = plan.method_layout("routepack")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -156,13 +158,14 @@ def test_profiler_ranges_name_every_piece(small, tmp_path):
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace  # Debian's 1.13 writes the bare list
     got = Counter(e["name"] for e in events if str(e.get("name", "")).startswith("routepack:"))
-    want = Counter()
+    want = Counter({f"routepack:step:window={plan.fingerprint}:plan=routepack": 1})
     for pc in doc["plans"][0]["pieces"]:
         if pc["kind"] == "attention":
-            want[measure.attention_name(pc["row"], pc["dp_slot"])] = 3
+            want[measure.attention_name(pc["row"], pc["dp_slot"])] = 2
         elif pc["tokens"]:
-            want[measure.experts_name(pc["row"], pc["edp_shard"], pc["moe_layer"], pc["ep_rank"])] = 3
+            want[measure.experts_name(pc["row"], pc["edp_shard"], pc["moe_layer"], pc["ep_rank"])] = 2
     assert got == want and len(want) > len(rows) * 2
+    assert measure.step_name("0123456789abcdef", "baseline") == "routepack:step:window=0123456789abcdef:plan=baseline"
     assert measure.experts_name(1, 0, 26, 7) == "routepack:experts:row=1:edp_shard=0:moe_layer=26:ep_rank=7"
 
 
@@ -298,3 +301,127 @@ def test_command_line(tmp_path):
                                    "--out", out], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and r.stderr.endswith(
         "error: give the window: --db LIB --trace T [--window W], or --input PATH --model M\n")
+
+
+PIECE_FIELDS = ("kind", "row", "dp_slot", "edp_shard", "moe_layer", "ep_rank", "samples", "tokens", "sq_tokens",
+                "experts", "modelled")
+
+
+def stored_documents(db):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        return [json.loads(d) for (d,) in con.execute("SELECT document FROM measured_steps ORDER BY id")]
+
+
+def test_profiler_trace_and_measured_file_import_into_the_library(tmp_path):
+    """A torch.profiler trace of a measured step, imported with the plan it ran
+    (routepack import-measured TRACE --plan PLAN), is stored as a measured file whose pieces are
+    the plan's cells and rank loads (the same as routepack.torch.measure records, field by field) and
+    whose seconds are the median durations of the pieces' ranges; bad traces are refused naming the
+    file and the event, and leave the library as it was."""
+    exe = cli()
+    if not exe:
+        pytest.skip("no routepack CLI (ROUTEPACK_CLI) to make the library")
+    env = cli_env()
+
+    def run_cli(*args):
+        return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, env=env)
+
+    assert run_cli("synth", "--out", tmp_path / "synth", "--groups", "2", "--group-size", "6", "--layers", "3",
+                   "--dense-layers", "1", "--experts", "8", "--top-k", "2", "--prompt-mean", "30", "--response-mean",
+                   "60", "--max-length", "200", "--seed", "2").returncode == 0
+    db = tmp_path / "lib.routepack"
+    assert run_cli("import", "--db", db, "--name", "syn", "--quiet", "--experts", "8", "--top-k", "2", "--layers", "3",
+                   "--moe-layers", "1-2", tmp_path / "synth").returncode == 0
+    assert run_cli("window", "--db", db, "--trace", "syn", "--name", "w", "--first", "12").returncode == 0
+    window = routepack.Library(str(db)).load("syn", "w")
+    topology = routepack.Topology(2, 2, 2, 400, stages=[("attention", 1.5, 4.0)])
+    plan = routepack.plan_window(window, topology, seed=3)
+    plan_file = tmp_path / "plan.json"
+    plan.save(str(plan_file))
+    rows, p2l = plan.method_layout("routepack")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        doc = measure.measure(window, topology, [measure.StepLayout("routepack", rows, p2l)],
+                              measure.Shapes(32, 16, 2), repeats=3)
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    r = run_cli("import-measured", trace, "--plan", plan_file, "--db", db)
+    assert (r.returncode, r.stderr) == (0, "")
+    [stored] = stored_documents(db)
+    [got], [want] = stored["plans"], doc["plans"]
+    assert r.stdout == (f"imported measured step 1 of syn/w (profiler) into {db}: 1 plan\n"
+                        f"  routepack: {len(rows)} rows, step {got['measured']['step_seconds']:.4g} s, "
+                        f"modelled max_g U {plan.score[0]:.4g}, no saved run has its layout\n")
+    assert stored["window"] == doc["window"] and stored["shapes"] is None
+    assert stored["timing"] == {"clock": "torch.profiler host ranges", "warmup": 0, "repeats": 3, "statistic": "median"}
+    assert [[pc.get(k) for k in PIECE_FIELDS] for pc in got["pieces"]] == \
+        [[pc.get(k) for k in PIECE_FIELDS] for pc in want["pieces"]]
+    assert all((pc["seconds"] > 0) == (pc["tokens"] > 0) for pc in got["pieces"])
+    assert got["modelled_max_u"] == plan.score[0] and got["rows"] == len(rows)
+    assert got["measured"] == measure.compose(got["pieces"], len(rows), topology.edp_shards, window.moe_layers)
+
+    # The measured file itself: stored as it is; the same file again changes nothing.
+    m = tmp_path / "m.json"
+    measure.write_measured(doc, str(m))
+    r = run_cli("import-measured", m, "--db", db)
+    assert (r.returncode, r.stdout.splitlines()[0]) == \
+        (0, f"imported measured step 2 of syn/w (measured) into {db}: 1 plan")
+    assert stored_documents(db)[1] == doc
+    r = run_cli("import-measured", m, "--db", db)
+    assert (r.returncode, r.stdout.splitlines()[0]) == \
+        (0, f"measured step 2 of syn/w is already in {db} (nothing changed): 1 plan")
+
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    step = next(i for i, e in enumerate(events) if e.get("name", "").startswith("routepack:step:"))
+    first = next(i for i, e in enumerate(events) if e.get("name", "").startswith("routepack:attention:row=0:dp_slot=0"))
+    fp = plan.fingerprint
+
+    def bad(edit):
+        evs = copy.deepcopy(events)
+        edit(evs)
+        path = tmp_path / f"{edit.__name__}.json"
+        path.write_text(json.dumps(evs))
+        return path
+
+    def other_window(evs):
+        evs[step]["name"] = "routepack:step:window=0000000000000000:plan=routepack"
+
+    def no_attention(evs):
+        evs[:] = [e for e in evs if e.get("name") != "routepack:attention:row=0:dp_slot=0"]
+
+    def negative(evs):
+        evs[first]["dur"] = -1
+
+    def misnamed(evs):
+        evs[first]["name"] = "routepack:attention:row=0"
+
+    def row_out(evs):
+        evs[first]["name"] = "routepack:attention:row=9:dp_slot=0"
+
+    tokens = want["pieces"][0]["tokens"]
+    cases = [
+        (bad(other_window), "its routepack:step ranges are of window 0000000000000000, not the plan's "
+                            f"{fp}: a trace of another window"),
+        (bad(no_attention), f"no range routepack:attention:row=0:dp_slot=0 inside routepack:step:window={fp}:"
+                            f"plan=routepack (the piece has {tokens} tokens)"),
+        (bad(negative), f"[{first}].dur is -1, not a finite number >= 0"),
+        (bad(misnamed), f"[{first}].name \"routepack:attention:row=0\" is not a routepack range ("),
+        (bad(row_out), f"[{first}].name names row 9; the plan has {len(rows)} rows"),
+    ]
+    for path, message in cases:
+        text = path.read_text()
+        r = run_cli("import-measured", path, "--plan", plan_file, "--db", db)
+        assert (r.returncode, r.stdout) == (1, "") and f"{path}: {message}" in r.stderr, (message, r.stderr)
+        path.write_text(text[: len(text) // 2])
+        r = run_cli("import-measured", path, "--plan", plan_file, "--db", db)
+        assert r.returncode == 1 and f"{path}: malformed JSON" in r.stderr
+    r = run_cli("import-measured", trace, "--plan", plan_file, "--method", "reorder", "--db", db)
+    assert r.returncode == 1 and r.stderr.endswith(f"no range routepack:step:window={fp}:plan=reorder (its steps of "
+                                                   "this window are of plans routepack)\n")
+    r = run_cli("import-measured", m, trace, "--db", db)
+    assert (r.returncode, r.stderr) == (2, "routepack: error: import-measured: give one measured file, or "
+                                           "torch.profiler traces with --plan\n")
+    r = run_cli("import-measured", m, "--method", "reorder", "--db", db)
+    assert (r.returncode, r.stderr) == \
+        (2, "routepack: error: --method needs --plan (see routepack import-measured --help)\n")
+    assert len(stored_documents(db)) == 2

@@ -168,12 +168,18 @@ def experts_name(row: int, edp_shard: int, moe_layer: int, ep_rank: int) -> str:
     return f"routepack:experts:row={row}:edp_shard={edp_shard}:moe_layer={moe_layer}:ep_rank={ep_rank}"
 
 
+def step_name(fingerprint: str, plan: str) -> str:
+    """The ``torch.profiler`` range name of a whole step of plan ``plan`` (a method or plan name) on
+    the window of fingerprint ``fingerprint``: ``routepack:step:window=F:plan=NAME``; the importer
+    counts the piece ranges inside it (docs/measure.md "Profiler ranges")."""
+    return f"routepack:step:window={fingerprint}:plan={plan}"
+
+
 def _timed(run: Callable[[], None], repeats: int, name: str) -> float:
     """Seconds of thread CPU time of ``run``: the median of ``repeats`` runs after one warm-up run.
-    Every run is a ``torch.autograd.profiler.record_function(name)`` range, so a ``torch.profiler``
-    trace of the measurement names each piece."""
-    with torch.autograd.profiler.record_function(name):
-        run()
+    Every timed run (not the warm-up) is a ``torch.autograd.profiler.record_function(name)`` range,
+    so a ``torch.profiler`` trace of the measurement names each piece ``repeats`` times."""
+    run()
     times = []
     for _ in range(repeats):
         with torch.autograd.profiler.record_function(name):
@@ -239,32 +245,33 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
             total = R * D + R * len(shards) * L * P
             done = 0
             pieces: List[Dict[str, Any]] = []
-            for r, row in enumerate(layout.rows):
-                for d, cell in enumerate(row):
-                    ts = [int(lengths[i]) for i in cell]
-                    seconds = _timed(kernels.cell(ts), repeats, attention_name(r, d))
-                    modelled = sum(a * sum(ts) / C + b * sum(t * t for t in ts) / (C * C) for _, a, b in stages)
-                    pieces.append({"kind": "attention", "row": r, "dp_slot": d, "edp_shard": shard_of[d],
-                                   "samples": len(ts), "tokens": sum(ts), "sq_tokens": sum(t * t for t in ts),
-                                   "modelled": modelled, "seconds": seconds})
-                    done += 1
-                    if progress:
-                        progress(layout.name, done, total)
-                for g, slots in enumerate(shards):
-                    members = [i for d in slots for i in row[d]]
-                    per_expert = counts[members].sum(axis=0) if members else np.zeros((L, E), dtype=np.int64)
-                    for l in range(L):
-                        for p in range(P):
-                            tokens = [int(x) for x in per_expert[l][rank_of_expert[l] == p] if x > 0]
-                            seconds = _timed(kernels.rank(tokens), repeats,
-                                             experts_name(r, g, window.moe_layers[l], p)) if tokens else 0.0
-                            pieces.append({"kind": "experts", "row": r, "edp_shard": g,
-                                           "moe_layer": window.moe_layers[l], "ep_rank": p, "experts": len(tokens),
-                                           "tokens": sum(tokens), "seconds": seconds,
-                                           "modelled": (sum(tokens) + invocation * len(tokens)) / C})
-                            done += 1
-                            if progress:
-                                progress(layout.name, done, total)
+            with torch.autograd.profiler.record_function(step_name(window.fingerprint, layout.name)):
+                for r, row in enumerate(layout.rows):
+                    for d, cell in enumerate(row):
+                        ts = [int(lengths[i]) for i in cell]
+                        seconds = _timed(kernels.cell(ts), repeats, attention_name(r, d))
+                        modelled = sum(a * sum(ts) / C + b * sum(t * t for t in ts) / (C * C) for _, a, b in stages)
+                        pieces.append({"kind": "attention", "row": r, "dp_slot": d, "edp_shard": shard_of[d],
+                                       "samples": len(ts), "tokens": sum(ts), "sq_tokens": sum(t * t for t in ts),
+                                       "modelled": modelled, "seconds": seconds})
+                        done += 1
+                        if progress:
+                            progress(layout.name, done, total)
+                    for g, slots in enumerate(shards):
+                        members = [i for d in slots for i in row[d]]
+                        per_expert = counts[members].sum(axis=0) if members else np.zeros((L, E), dtype=np.int64)
+                        for l in range(L):
+                            for p in range(P):
+                                tokens = [int(x) for x in per_expert[l][rank_of_expert[l] == p] if x > 0]
+                                seconds = _timed(kernels.rank(tokens), repeats,
+                                                 experts_name(r, g, window.moe_layers[l], p)) if tokens else 0.0
+                                pieces.append({"kind": "experts", "row": r, "edp_shard": g,
+                                               "moe_layer": window.moe_layers[l], "ep_rank": p, "experts": len(tokens),
+                                               "tokens": sum(tokens), "seconds": seconds,
+                                               "modelled": (sum(tokens) + invocation * len(tokens)) / C})
+                                done += 1
+                                if progress:
+                                    progress(layout.name, done, total)
             modelled_max_u = layout.modelled_max_u
             if modelled_max_u is None:
                 modelled_max_u = compose([dict(pc, seconds=pc["modelled"]) for pc in pieces], R, shards,
@@ -419,9 +426,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--head-dim", type=int, default=0, help="width of a head (default hidden / heads)")
     p.add_argument("--width", type=float, default=1.0, help="fraction of head_dim and f the pieces run with (0, 1]")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per piece, median (default 3)")
+    p.add_argument("--profile", metavar="TRACE", help="also record the measurement with torch.profiler (CPU) and "
+                   "write its Chrome trace here (routepack import-measured TRACE --plan ... reads it)")
     p.add_argument("--out", required=True, help="measured file to write")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
+
+
+def _export_trace(prof, path: str) -> None:
+    """A profiler's Chrome trace written through a temporary file and a rename."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        prof.export_chrome_trace(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _window(args, p: argparse.ArgumentParser):
@@ -470,12 +490,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 last[name] = done
                 print(f"{name}: {done}/{total} pieces", file=sys.stderr, flush=True)
 
-        doc = measure(window, topology, layouts, shapes, repeats=args.repeats, seed=args.seed, progress=progress)
+        if args.profile:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                doc = measure(window, topology, layouts, shapes, repeats=args.repeats, seed=args.seed,
+                              progress=progress)
+            _export_trace(prof, args.profile)
+        else:
+            doc = measure(window, topology, layouts, shapes, repeats=args.repeats, seed=args.seed, progress=progress)
         write_measured(doc, args.out)
     except ValueError as e:
         print(f"measure: error: {e}", file=sys.stderr)
         return 1
     print(report(doc))
+    if args.profile:
+        print(f"profiler trace written to {args.profile}")
     print(f"written to {args.out}")
     return 0
 
