@@ -201,7 +201,8 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         QCOMPARE(view.viewNames(),
                  (QStringList{QStringLiteral("ep-heatmap"), QStringLiteral("row-heatmap"), QStringLiteral("costs"),
-                              QStringLiteral("grid"), QStringLiteral("convergence"), QStringLiteral("communication")}));
+                              QStringLiteral("grid"), QStringLiteral("convergence"), QStringLiteral("communication"),
+                              QStringLiteral("measured")}));
         QCOMPARE(view.viewWidget(QStringLiteral("ep-heatmap")), static_cast<QWidget*>(ui::epHeatmapPanel(&view)));
         QCOMPARE(view.viewWidget(QStringLiteral("nope")), nullptr);
         const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;

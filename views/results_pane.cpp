@@ -1,10 +1,12 @@
 #include "views/results_pane.h"
 
 #include "core/plan/method.h"
+#include "views/jobs/job_tracker.h"
 #include "views/library/library_pane.h"
 #include "views/plan/compare_data.h"
 #include "views/plan/grid_panel.h"
 #include "views/plan/heatmap_view.h"
+#include "views/plan/measured_data.h"
 #include "views/plan/panel_util.h"
 #include "views/plan/plan_views.h"
 #include "views/run/run_view.h"
@@ -19,7 +21,8 @@ namespace routepack::views {
 
 ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent)
     : QTabWidget(parent), library_(library), planning_(planning), plan_(new PlanView(this)),
-      compare_(new CompareView(this)), run_(new RunView(this)), importStep_(new QToolButton(plan_)) {
+      compare_(new CompareView(this)), run_(new RunView(this)), importStep_(new QToolButton(plan_)),
+      measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setObjectName(QStringLiteral("resultTabs"));
     plan_->setObjectName(QStringLiteral("planView"));
     compare_->setObjectName(QStringLiteral("compareView"));
@@ -104,16 +107,43 @@ void ResultsPane::addViewActions(QMenu* view) {
     connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
 }
 
+ResultsPane::~ResultsPane() {
+    measuredLoad_->shutdown();
+}
+
 void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
     setShownStep(std::nullopt);
     shownRun_ = runId;
+    const std::string trace = plan ? plan->trace_name : std::string(), win = plan ? plan->window_name : std::string();
     plan_->setPlan(std::move(plan), std::move(window));
     updateCompare();
+    loadMeasured(trace, win, runId);
+}
+
+void ResultsPane::loadMeasured(const std::string& trace, const std::string& window, qint64 runId) {
+    const std::string file = library_->libraryPath().toStdString();
+    if (runId <= 0 || file.empty()) {
+        measuredLoad_->invalidate();
+        return;
+    }
+    measuredLoad_->start<std::vector<MeasuredChoice>>(
+        [file, trace, window, runId](JobContext&) {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
+            return run_measured_choices(*lib, trace, window, runId);
+        },
+        [this, runId](quint64, const std::shared_ptr<const std::vector<MeasuredChoice>>& choices) {
+            if (shownRun_ == runId) plan_->setMeasured(*choices);
+        },
+        [this, runId](quint64, const JobFailure& failure) {
+            if (shownRun_ == runId)
+                Q_EMIT status(tr("Measured steps of run %1: %2").arg(runId).arg(failure.text), true);
+        });
 }
 
 void ResultsPane::clearPlan() {
     setShownStep(std::nullopt);
     shownRun_ = 0;
+    measuredLoad_->invalidate();
     plan_->setPlan(nullptr, nullptr);
     updateCompare();
 }

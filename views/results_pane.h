@@ -27,11 +27,15 @@ class RunView;
 
 /// The tabs "Plan", "Compare runs" and "Run" (object name "resultTabs"; the pages "planView",
 /// "compareView", "runView"; the plan views' "Import step…" button "importStep"). GUI thread only.
+class JobTracker;
+
 class ResultsPane : public QTabWidget {
     Q_OBJECT
 public:
     /// `library` and `planning` outlive the pane (not owned).
     ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent = nullptr);
+    /// Stops the measured-plans read (JobTracker::shutdown).
+    ~ResultsPane() override;
 
     /// The pages: the plan views, the comparison and the Run view (owned by the pane).
     PlanView* planView() const { return plan_; }
@@ -47,7 +51,9 @@ public:
     /// (Ctrl+=, Ctrl+-, Ctrl+0; the status line says the zoom, or that the view has no heatmap).
     void addViewActions(QMenu* view);
     /// Shows `plan` (and its window, for the cost views) in the plan views, as run `runId`, and the
-    /// runs of its window in the comparison.
+    /// runs of its window in the comparison. For a saved run (runId > 0) the measured plans the
+    /// library links to it are read on a worker thread and given to the measured tab when they
+    /// arrive, while the run is still shown.
     void showPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window,
                   qint64 runId);
     /// Empties the plan views and the comparison.
@@ -80,6 +86,9 @@ private:
     /// A run of the Compare tab's "Runs" menu checked or unchecked: a run not in the session is
     /// restored for the comparison.
     void toggleCompared(qint64 id, bool on);
+    /// Reads the measured plans linked to saved run `runId` of `trace`/`window` on a worker thread
+    /// (nothing for an unsaved plan or without a library).
+    void loadMeasured(const std::string& trace, const std::string& window, qint64 runId);
     /// Records the cluster step shown without counts and shows or hides the Import step… button.
     void setShownStep(std::optional<ClusterStepRef> step);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
@@ -95,6 +104,7 @@ private:
     qint64 shownRun_ = 0;
     std::optional<ClusterStepRef> shownStep_;
     std::set<qint64> compareLeftOut_; ///< runs unchecked in the Compare tab's "Runs" menu
+    JobTracker* measuredLoad_;        ///< reads the shown run's measured plans (latest request wins)
 };
 
 } // namespace routepack::views

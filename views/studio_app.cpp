@@ -5,6 +5,7 @@
 #include "core/util/version.h"
 #include "storage/demo.h"
 #include "views/dialogs/exports.h"
+#include "views/plan/measured_data.h"
 #include "views/plan/plan_views.h"
 #include "views/studio_window.h"
 #include "views/widgets/gui_text.h"
@@ -23,13 +24,15 @@ namespace routepack::views {
 namespace {
 
 /// Writes plan-<view>.png into `folder` for every PlanView view of `plan` (the communication view
-/// only on more than one node); appends the file names to `files`. Throws std::runtime_error with the
-/// export's error.
+/// only on more than one node, the measured view only with `measured` plans); appends the file
+/// names to `files`. Throws std::runtime_error with the export's error.
 void renderPlanViews(const std::shared_ptr<const PlanResult>& plan, const std::shared_ptr<const Trace>& window,
-                     const QString& folder, QStringList* files) {
+                     const QString& folder, QStringList* files, std::vector<MeasuredChoice> measured = {}) {
     PlanView view;
     view.resize(1200, 800);
     view.setPlan(plan, window);
+    const bool anyMeasured = !measured.empty();
+    view.setMeasured(std::move(measured));
     view.show();
     QApplication::processEvents(); // lay the shown widgets out once before grabbing them
     const QDir dir(folder);
@@ -37,6 +40,7 @@ void renderPlanViews(const std::shared_ptr<const PlanResult>& plan, const std::s
     for (const QString& name : view.viewNames()) {
         // On one node the communication view would only say so.
         if (name == QStringLiteral("communication") && plan->comm.nodes <= 1) continue;
+        if (name == QStringLiteral("measured") && !anyMeasured) continue;
         view.setCurrentWidget(view.viewWidget(name));
         QApplication::processEvents();
         const QString file = QStringLiteral("plan-%1.png").arg(name);
@@ -80,7 +84,7 @@ bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutp
         plan->search.convergence = run.levels;
         plan->timings = run.timings;
         plan->cancelled = run.status == "cancelled";
-        renderPlanViews(plan, window, abs, &out.files);
+        renderPlanViews(plan, window, abs, &out.files, run_measured_choices(*lib, run.trace, run.window, id));
         if (output) *output = out;
         return true;
     } catch (const std::exception& e) {

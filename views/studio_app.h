@@ -37,7 +37,8 @@ struct HeadlessRun {
 /// Renders a saved run without a window into `folder` (created when missing): plan.json, the run's
 /// stored plan (Library::run_plan_json, the file the studio's File > Export > Plan JSON and the
 /// rewrite dialog use for a saved run), and plan-<view>.png for every PlanView view of the plan
-/// rebuilt against its window (restore_plan; the communication view on more than one node only).
+/// rebuilt against its window (restore_plan; the communication view on more than one node only, the
+/// measured view only when the library links measured plans to the run: run_measured_choices).
 /// The library is opened read-only. Needs a QApplication. False with `error` set (an unknown run,
 /// a window without runs, a failed run, a damaged plan, a write failure).
 bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutput* output, QString* error);

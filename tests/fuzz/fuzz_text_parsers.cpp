@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)routepack::parse_measured(text, "fuzz/measured.json");
 #elif ROUTEPACK_FUZZ_PARSER == 6
         static const routepack::Topology topology = routepack::parse_topology(
-            R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0], [1]], "token_cap": 100})", "fuzz");
+            R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0], [1]], "token_cap": 100, "attention_stages": [{"name": "attention", "alpha": 1.0, "beta": 1.0}]})",
+            "fuzz");
         static const routepack::MeasuredPlan plan = fixed_plan(topology);
         routepack::MeasuredPlan p = plan;
         (void)routepack::fill_from_profiler(p, {{"fuzz/trace.json", text}}, "0123456789abcdef", topology, {3});

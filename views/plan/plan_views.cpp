@@ -10,6 +10,7 @@
 #include "views/plan/grid_panel.h"
 #include "views/plan/heatmap_view.h"
 #include "views/plan/heatmap_widget.h"
+#include "views/plan/measured_panel.h"
 #include "views/plan/panel_util.h"
 #include "views/plan/plan_data.h"
 #include "views/plan/plan_explain_gain.h"
@@ -50,7 +51,8 @@ namespace routepack::views {
 
 namespace {
 
-const char* const kViewIds[] = {"ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication"};
+const char* const kViewIds[] = {"ep-heatmap",  "row-heatmap",   "costs",   "grid",
+                                "convergence", "communication", "measured"};
 
 } // namespace
 
@@ -64,10 +66,11 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
     grid_ = new GridPanel(this);
     conv_ = new ConvergencePanel(this);
     comm_ = new CommPanel(this);
-    const QString titles[] = {tr("EP-rank loads"),  tr("Row peaks"),   tr("Costs"),
-                              tr("Execution grid"), tr("Convergence"), tr("Communication")};
-    QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_, comm_};
-    for (int i = 0; i < 6; ++i) {
+    measured_ = new MeasuredPanel(this);
+    const QString titles[] = {tr("EP-rank loads"), tr("Row peaks"),     tr("Costs"),   tr("Execution grid"),
+                              tr("Convergence"),   tr("Communication"), tr("Measured")};
+    QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_, comm_, measured_};
+    for (int i = 0; i < 7; ++i) {
         pages[i]->setObjectName(QString::fromLatin1(kViewIds[i]));
         addTab(pages[i], titles[i]);
     }
@@ -180,12 +183,17 @@ void PlanView::refill() {
     costs_->setPlan(plan_, costs, gain);
     grid_->setPlan(plan_);
     comm_->setPlan(plan_, window_);
+    measured_->setChoices({}); // the measured plans of another plan are not this one's
     if (plan_) {
         conv_->setLevels(plan_->search.convergence);
         conv_->setTail(convergence_tail(*plan_, costs.get()));
     } else {
         conv_->clear();
     }
+}
+
+void PlanView::setMeasured(std::vector<MeasuredChoice> choices) {
+    measured_->setChoices(std::move(choices));
 }
 
 void PlanView::clearConvergence() {
@@ -217,7 +225,7 @@ QStringList PlanView::viewNames() const {
 }
 
 QWidget* PlanView::viewWidget(const QString& name) const {
-    for (QWidget* w : std::initializer_list<QWidget*>{ep_, rowHeat_, costs_, grid_, conv_, comm_})
+    for (QWidget* w : std::initializer_list<QWidget*>{ep_, rowHeat_, costs_, grid_, conv_, comm_, measured_})
         if (w->objectName() == name) return w;
     return nullptr;
 }

@@ -6,6 +6,7 @@
 #include "core/plan/planner.h"
 #include "core/plan/search/annealing.h"
 #include "views/plan/compare_data.h"
+#include "views/plan/measured_data.h"
 #include "views/widgets/roles.h"
 
 #include <QList>
@@ -34,6 +35,7 @@ class EpHeatmapPanel;
 class RowHeatmapPanel;
 class GridPanel;
 class CommPanel;
+class MeasuredPanel;
 
 /// A tab widget with every plan-inspection view; all data from one immutable PlanResult.
 ///
@@ -52,6 +54,9 @@ class CommPanel;
 /// - "communication": the node-by-node dispatch matrix of a selectable method per MoE layer (and
 ///   summed) and the expert co-activation of a MoE layer ordered by the method's nodes (CommPanel,
 ///   views/plan/comm_panel.h); an empty-state text on one node or without per-token routes.
+/// - "measured": the measured mode (MeasuredPanel, views/plan/measured_panel.h): a measured plan
+///   of the shown run (setMeasured) drawn from measured seconds per MoE layer x EP rank and per
+///   row-shard, the modelled values in the tooltips; a note on how to import one without.
 ///
 /// The costs and row-heatmap views need the per-sample routing counts, which PlanResult does not
 /// carry: pass the planned window (the PlanInput::window the plan came from) to the two-argument
@@ -90,6 +95,12 @@ public:
     /// The window passed to setPlan (nullptr when none or when it did not match the plan).
     std::shared_ptr<const routepack::Trace> window() const;
 
+    /// The measured plans of the shown plan's saved run (run_measured_choices of
+    /// views/plan/measured_data.h; the studio loads them off the GUI thread). setPlan clears them.
+    void setMeasured(std::vector<MeasuredChoice> choices);
+    /// The "measured" tab.
+    MeasuredPanel* measuredPanel() const { return measured_; }
+
     /// Empties the convergence chart (before a new run). setPlan() replaces it with plan->search.convergence.
     void clearConvergence();
     /// Appends one temperature level to the convergence chart (live, during a run; GUI thread).
@@ -107,8 +118,8 @@ public:
     /// (rankActivated). Returns false (nothing changed) for an unknown or out-of-range link.
     bool openExplainLink(const QString& link);
 
-    /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication" (tab
-    /// order).
+    /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication",
+    /// "measured" (tab order).
     QStringList viewNames() const;
     /// The tab page of a view id; nullptr for an unknown id.
     QWidget* viewWidget(const QString& name) const;
@@ -142,6 +153,7 @@ private:
     GridPanel* grid_ = nullptr;
     ConvergencePanel* conv_ = nullptr;
     CommPanel* comm_ = nullptr;
+    MeasuredPanel* measured_ = nullptr;
 };
 
 /// Compare table (+ overlaid bar chart) of methods of one or more PlanResults.
