@@ -8,15 +8,22 @@
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
+#include "views/dialogs/measured_import_dialog.h"
 #include "views/plan/heatmap_widget.h"
 #include "views/plan/measured_data.h"
 #include "views/plan/measured_panel.h"
 #include "views/plan/plan_views.h"
 #include "views/studio_app.h"
+#include "views/studio_window.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QImage>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
 #include <QtTest>
 
 #include <cmath>
@@ -79,18 +86,70 @@ std::shared_ptr<const MeasuredStep> hand_step() {
 
 } // namespace
 
-class TestViewsMeasured : public QObject {
+class TestViewsMeasured : public test::StudioTestBase {
     Q_OBJECT
 
-    fs::path tmp_;
-    QString shots_;
+    fs::path db_;          ///< a synthetic library with window syn/w and one saved run
+    std::int64_t run_ = 0; ///< that run
+    fs::path measured_;    ///< a measured file of its four methods' layouts (not imported by initTestCase)
+
+    /// The library, its run, and the measured file: each piece timed 10 ms per unit of modelled
+    /// cost (the routepack plan 12 ms: the same layout, measured slower).
+    void buildLibrary() {
+        SynthConfig c;
+        c.groups = 4;
+        c.group_size = 4;
+        write_synth(c, TraceFormat::VLLM, tmp_ / "syn");
+        db_ = tmp_ / "lib.routepack";
+        auto lib = storage::Library::open(db_);
+        ImportOptions o;
+        o.model = synth_model(c);
+        lib->import_trace("syn", {tmp_ / "syn"}, o);
+        std::vector<std::string> ids;
+        for (const auto& s : lib->samples("syn"))
+            ids.push_back(s.id);
+        lib->create_window("syn", "w", ids, "all");
+        PlanInput in;
+        in.window = lib->load_window("syn", "w");
+        in.trace_name = "syn";
+        in.window_name = "w";
+        in.topology = known_topology("synthetic-demo-ep8-dp4");
+        in.budgets.annealing.levels = 3;
+        in.budgets.annealing.steps = 40;
+        in.budgets.workers = 1;
+        const PlanResult r = plan_window(in, {});
+        run_ = lib->save_run(r, "demo").id;
+        MeasuredStep m;
+        m.trace = "syn";
+        m.window = "w";
+        m.fingerprint = r.fingerprint;
+        m.samples = static_cast<std::int64_t>(in.window.size());
+        m.experts = in.window.model.experts;
+        m.moe_layers = in.window.model.moe_layers;
+        m.topology = r.topology;
+        m.shapes = "null";
+        m.timing = R"({"clock": "thread_time", "repeats": 1})";
+        for (const MethodResult* mr : r.methods()) {
+            MeasuredPlan p = layout_pieces(in.window, mr->layout, r.placement_of(mr->placement), r.topology, mr->key());
+            for (MeasuredPiece& pc : p.pieces)
+                pc.seconds = pc.modelled * (mr->method == Method::RoutePack ? 0.012 : 0.01);
+            p.step_seconds = compose_measured(p, m.topology, m.moe_layers);
+            p.modelled_max_u = mr->metrics.score.max_u;
+            m.plans.push_back(std::move(p));
+        }
+        measured_ = tmp_ / "m.json";
+        test::write_file(measured_, measured_to_json(m));
+    }
 
 private Q_SLOTS:
     void initTestCase() {
-        tmp_ = test::temp_dir(QStringLiteral("views-measured"));
-        shots_ = test::screenshot_dir(test::qpath(tmp_ / "screenshots"));
+        initStudioTest(QStringLiteral("tst_views_measured"), QStringLiteral("views-measured"));
+        buildLibrary();
     }
-    void cleanupTestCase() { fs::remove_all(tmp_); }
+    void cleanupTestCase() {
+        clearStudioSettings();
+        fs::remove_all(tmp_);
+    }
 
     void figuresHandComputed() {
         const auto m = hand_step();
@@ -149,55 +208,41 @@ private Q_SLOTS:
         QCOMPARE(panel.headingText(), QString());
     }
 
+    void dialogImportsAMeasuredFile() {
+        MeasuredImportDialog dialog(test::qpath(db_));
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        QSignalSpy imported(&dialog, &MeasuredImportDialog::imported);
+        QVERIFY(!dialog.startImport()); // no files
+        QCOMPARE(dialog.resultText(), QStringLiteral("Give the files to import."));
+        dialog.filesEdit()->setText(test::qpath(tmp_ / "nope.json"));
+        QVERIFY(dialog.startImport());
+        QTRY_VERIFY(dialog.resultText().startsWith(QStringLiteral("Not imported: ")));
+        QVERIFY2(dialog.resultText().contains(test::qpath(tmp_ / "nope.json") +
+                                              QStringLiteral(": no such measured step file")),
+                 qPrintable(dialog.resultText()));
+        dialog.filesEdit()->setText(test::qpath(measured_) + QStringLiteral(";") + test::qpath(measured_));
+        QVERIFY(dialog.startImport());
+        QTRY_VERIFY(dialog.resultText().startsWith(QStringLiteral("Not imported: ")));
+        QVERIFY(dialog.resultText().contains(
+            QStringLiteral("give one measured file, or torch.profiler traces with their plan file")));
+        QCOMPARE(imported.count(), 0);
+        dialog.filesEdit()->setText(test::qpath(measured_));
+        QTest::mouseClick(dialog.importButton(), Qt::LeftButton);
+        QTRY_COMPARE(imported.count(), 1);
+        QCOMPARE(dialog.resultText(),
+                 QStringLiteral("Imported measured step 1 of syn/w (measured): 4 plans, 4 linked to a saved run."));
+        QVERIFY(test::save_screenshot(&dialog, shots_, QStringLiteral("measured-import-dialog")));
+        QVERIFY(dialog.startImport());
+        QTRY_COMPARE(imported.count(), 2);
+        QCOMPARE(
+            dialog.resultText(),
+            QStringLiteral("Already imported: measured step 1 of syn/w (measured): 4 plans, 4 linked to a saved run."));
+    }
+
     void savedRunWithAMeasuredStep() {
-        // A synthetic library, one saved run, and a measured step of its four methods' layouts
-        // (each piece timed 10 ms per unit of modelled cost, the routepack plan 20% slower).
-        SynthConfig c;
-        c.groups = 4;
-        c.group_size = 4;
-        write_synth(c, TraceFormat::VLLM, tmp_ / "syn");
-        const fs::path db = tmp_ / "lib.routepack";
-        std::int64_t run = 0;
-        {
-            auto lib = storage::Library::open(db);
-            ImportOptions o;
-            o.model = synth_model(c);
-            lib->import_trace("syn", {tmp_ / "syn"}, o);
-            std::vector<std::string> ids;
-            for (const auto& s : lib->samples("syn"))
-                ids.push_back(s.id);
-            lib->create_window("syn", "w", ids, "all");
-            PlanInput in;
-            in.window = lib->load_window("syn", "w");
-            in.trace_name = "syn";
-            in.window_name = "w";
-            in.topology = known_topology("synthetic-demo-ep8-dp4");
-            in.budgets.annealing.levels = 3;
-            in.budgets.annealing.steps = 40;
-            in.budgets.workers = 1;
-            const PlanResult r = plan_window(in, {});
-            run = lib->save_run(r, "demo").id;
-            MeasuredStep m;
-            m.trace = "syn";
-            m.window = "w";
-            m.fingerprint = r.fingerprint;
-            m.samples = static_cast<std::int64_t>(in.window.size());
-            m.experts = in.window.model.experts;
-            m.moe_layers = in.window.model.moe_layers;
-            m.topology = r.topology;
-            m.shapes = "null";
-            m.timing = R"({"clock": "thread_time", "repeats": 1})";
-            for (const MethodResult* mr : r.methods()) {
-                MeasuredPlan p =
-                    layout_pieces(in.window, mr->layout, r.placement_of(mr->placement), r.topology, mr->key());
-                for (MeasuredPiece& pc : p.pieces)
-                    pc.seconds = pc.modelled * (mr->method == Method::RoutePack ? 0.012 : 0.01);
-                p.step_seconds = compose_measured(p, m.topology, m.moe_layers);
-                p.modelled_max_u = mr->metrics.score.max_u;
-                m.plans.push_back(std::move(p));
-            }
-            lib->import_measured(measured_to_json(m), tmp_ / "m.json");
-        }
+        const fs::path db = db_;
+        const std::int64_t run = run_;
         auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
         const std::vector<MeasuredChoice> choices = run_measured_choices(*lib, "syn", "w", run);
         QCOMPARE(choices.size(), std::size_t(4));
@@ -233,6 +278,26 @@ private Q_SLOTS:
         QVERIFY(test::save_screenshot(&view, shots_, QStringLiteral("plan-measured")));
         view.setPlan(nullptr);
         QCOMPARE(view.measuredPanel()->choiceCount(), 0);
+    }
+
+    void studioShowsTheSelectedRunsMeasuredPlans() {
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openLibrary(test::qpath(db_)));
+        QAction* action = w.findChild<QAction*>(QStringLiteral("importMeasured"));
+        QVERIFY(action && action->isEnabled());
+        QVERIFY(w.selectRun(run_));
+        QTRY_VERIFY_WITH_TIMEOUT(ui::planView(w)->plan() != nullptr, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::planView(w)->measuredPanel()->choiceCount(), 4, 30000);
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->viewWidget(QStringLiteral("measured")));
+        ui::planView(w)->measuredPanel()->setChoice(3);
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("studio-measured"));
+        action->trigger();
+        auto* dialog = w.findChild<MeasuredImportDialog*>();
+        QVERIFY(dialog && dialog->isVisible());
     }
 };
 

@@ -120,6 +120,11 @@ void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_p
     loadMeasured(trace, win, runId);
 }
 
+void ResultsPane::reloadMeasured() {
+    const auto plan = plan_->plan();
+    if (plan) loadMeasured(plan->trace_name, plan->window_name, shownRun_);
+}
+
 void ResultsPane::loadMeasured(const std::string& trace, const std::string& window, qint64 runId) {
     const std::string file = library_->libraryPath().toStdString();
     if (runId <= 0 || file.empty()) {

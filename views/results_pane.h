@@ -58,6 +58,8 @@ public:
                   qint64 runId);
     /// Empties the plan views and the comparison.
     void clearPlan();
+    /// Reads the shown saved run's measured plans again (after an import).
+    void reloadMeasured();
     /// Shows step `step` read from its plan file without the step's counts (`opened.window` null): the
     /// views that need them say why, and the "Import step…" button offers the step's file.
     void showStepWithoutCounts(const ClusterStepRef& step, const ClusterStepPlan& opened);

@@ -1,6 +1,7 @@
 #include "views/studio_window.h"
 
 #include "views/dialogs/import_dialog.h"
+#include "views/dialogs/measured_import_dialog.h"
 #include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/library/library_pane.h"
@@ -205,6 +206,11 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         importDialog_->close();
         importDialog_->deleteLater();
         importDialog_ = nullptr;
+    }
+    if (measuredImportDialog_ && !sameLibrary) { // its library is the one it was opened on
+        measuredImportDialog_->close();
+        measuredImportDialog_->deleteLater();
+        measuredImportDialog_ = nullptr;
     }
     const QString absolute = QFileInfo(file).absoluteFilePath();
     settings()->setValue(QStringLiteral("library/last"), absolute);

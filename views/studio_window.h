@@ -29,6 +29,7 @@ class QSettings;
 namespace routepack::views {
 
 class ImportDialog;
+class MeasuredImportDialog;
 class LibraryPane;
 class PlanningController;
 class ResultsPane;
@@ -118,6 +119,10 @@ public:
                   qint64 runId);
     /// Opens the import dialog (modeless) for the open library.
     ImportDialog* showImportDialog();
+    /// File > Import measured step…: opens the measured-step import dialog of the library (nullptr with
+    /// the reason in the status line without a writable library). An import refreshes the library and
+    /// the shown run's measured tab.
+    MeasuredImportDialog* showMeasuredImportDialog();
     /// Opens step `window` of the cluster run shown in the Run view in the plan views: its plan file
     /// `planFile` (in the run's OUT) read on a worker thread (open_cluster_step, views/run/cluster_step.h),
     /// with the step's counts when the library holds its samples; otherwise the views that need the
@@ -189,6 +194,7 @@ private:
     /// The actions that updateActions enables or disables.
     struct Actions {
         QAction *run = nullptr, *runPlan = nullptr, *cancel = nullptr, *import = nullptr, *window = nullptr;
+        QAction* importMeasured = nullptr;
         QList<QAction*> plan;     ///< those that need a plan shown
         QList<QAction*> fullPlan; ///< of plan: those that need a complete plan (not one read from its file alone)
     };
@@ -233,6 +239,7 @@ private:
     std::unique_ptr<StudioExports> exports_; ///< File > Export (its start folder kept across sessions)
     Actions actions_;
     ImportDialog* importDialog_ = nullptr;
+    MeasuredImportDialog* measuredImportDialog_ = nullptr;
     RewriteDialog* rewriteDialog_ = nullptr;
     QDialog* helpDialog_ = nullptr;
     std::unique_ptr<ClusterStepRef> reopenStep_; ///< imported from importShownStep: open again when done

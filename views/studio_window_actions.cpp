@@ -4,6 +4,7 @@
 
 #include "core/plan/plan_file.h"
 #include "views/dialogs/import_dialog.h"
+#include "views/dialogs/measured_import_dialog.h"
 #include "views/dialogs/rewrite_dialog.h"
 #include "views/dialogs/setup_pane.h"
 #include "views/dialogs/window_dialog.h"
@@ -52,6 +53,9 @@ void StudioWindow::buildActions() {
     actions_.import = file->addAction(tr("&Import trace…"));
     actions_.import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     connect(actions_.import, &QAction::triggered, this, [this] { showImportDialog(); });
+    actions_.importMeasured = file->addAction(tr("Import &measured step…"));
+    actions_.importMeasured->setObjectName(QStringLiteral("importMeasured"));
+    connect(actions_.importMeasured, &QAction::triggered, this, [this] { showMeasuredImportDialog(); });
     file->addAction(actions_.window);
     actions_.window->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
     connect(actions_.window, &QAction::triggered, this, &StudioWindow::defineWindow);
@@ -120,6 +124,7 @@ void StudioWindow::updateActions() {
     const bool has_lib = lib_ != nullptr;
     const bool has_plan = results_->planView()->plan() != nullptr;
     actions_.import->setEnabled(has_lib && !lib_->read_only());
+    actions_.importMeasured->setEnabled(has_lib && !lib_->read_only());
     actions_.window->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
     actions_.run->setEnabled(has_lib);
     actions_.runPlan->setEnabled(has_lib);
@@ -161,6 +166,27 @@ ImportDialog* StudioWindow::showImportDialog() {
     importDialog_->raise();
     importDialog_->activateWindow();
     return importDialog_;
+}
+
+MeasuredImportDialog* StudioWindow::showMeasuredImportDialog() {
+    if (!lib_ || lib_->read_only()) {
+        setStatus(lib_ ? tr("This library is read-only: nothing can be imported into it.")
+                       : tr("Open or create a library first (Ctrl+O, Ctrl+N)."),
+                  true);
+        return nullptr;
+    }
+    if (!measuredImportDialog_) {
+        measuredImportDialog_ = new MeasuredImportDialog(libraryPath(), this);
+        connect(measuredImportDialog_, &MeasuredImportDialog::imported, this, [this](const MeasuredImportResult& r) {
+            refreshLibrary();
+            setStatus(r.summary);
+            results_->reloadMeasured();
+        });
+    }
+    measuredImportDialog_->show();
+    measuredImportDialog_->raise();
+    measuredImportDialog_->activateWindow();
+    return measuredImportDialog_;
 }
 
 RewriteDialog* StudioWindow::showRewriteDialog() {
