@@ -190,7 +190,7 @@ private Q_SLOTS:
         m.setRuns({one_}, {QStringLiteral("one")});
         QCOMPARE(m.rowCount(), 4);
         QCOMPARE(m.columnCount(), int(CompareTableModel::ColumnCount));
-        QCOMPARE(int(CompareTableModel::ColumnCount), 15);
+        QCOMPARE(int(CompareTableModel::ColumnCount), 17);
         QVERIFY(!ui::hasCommColumns(&m));
         for (int r = 0; r < 4; ++r)
             QCOMPARE(m.rawValue(r, CompareTableModel::Method).toString(),

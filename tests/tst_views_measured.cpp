@@ -13,6 +13,7 @@
 #include "views/plan/heatmap_widget.h"
 #include "views/plan/measured_data.h"
 #include "views/plan/measured_panel.h"
+#include "views/plan/plan_models.h"
 #include "views/plan/plan_views.h"
 #include "views/studio_app.h"
 #include "views/studio_window.h"
@@ -291,6 +292,22 @@ private Q_SLOTS:
         QVERIFY(w.selectRun(run_));
         QTRY_VERIFY_WITH_TIMEOUT(ui::planView(w)->plan() != nullptr, 60000);
         QTRY_COMPARE_WITH_TIMEOUT(ui::planView(w)->measuredPanel()->choiceCount(), 4, 30000);
+        // The Compare tab: each method's measured step beside the modelled gain.
+        const auto steps = storage::Library::open(db_, storage::OpenMode::ReadOnly)->measured_steps("syn", "w");
+        QCOMPARE(steps.size(), std::size_t(1));
+        const QAbstractItemModel* table = ui::compareView(w)->model();
+        QTRY_VERIFY_WITH_TIMEOUT(table->index(3, CompareTableModel::MeasuredSeconds).data(RawValueRole).isValid(),
+                                 30000);
+        for (int k = 0; k < 4; ++k)
+            QCOMPARE(table->index(k, CompareTableModel::MeasuredSeconds).data(RawValueRole).toDouble(),
+                     steps[0].plans[static_cast<std::size_t>(k)].step_seconds);
+        QCOMPARE(table->index(3, CompareTableModel::MeasuredVsBaseline).data(RawValueRole).toDouble(),
+                 100.0 * (steps[0].plans[3].step_seconds - steps[0].plans[0].step_seconds) /
+                     steps[0].plans[0].step_seconds);
+        ui::resultTabs(w)->setCurrentWidget(ui::compareView(w));
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("studio-compare-measured"));
+        ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
         ui::planView(w)->setCurrentWidget(ui::planView(w)->viewWidget(QStringLiteral("measured")));
         ui::planView(w)->measuredPanel()->setChoice(3);
         QTest::qWait(50);

@@ -813,19 +813,29 @@ private Q_SLOTS:
         // The compare table of the tiny plan, exact text.
         CompareView cv;
         cv.setRuns({tiny_plan()}, {QStringLiteral("tiny, run")});
+        // Measured steps of its baseline (2 s) and routepack (1.5 s) layouts: -25 % measured beside -50 % modelled.
+        PerMethod<std::optional<double>> measured;
+        measured[Method::Baseline] = 2.0;
+        measured[Method::RoutePack] = 1.5;
+        cv.setMeasured({{QStringLiteral("tiny, run"), measured}, {QStringLiteral("another run"), measured}});
+        QCOMPARE(cv.model()->index(3, CompareTableModel::MeasuredSeconds).data().toString(), QStringLiteral("1.5 s"));
+        QCOMPARE(cv.model()->index(3, CompareTableModel::MeasuredVsBaseline).data().toString(),
+                 QStringLiteral("-25.00 %"));
+        QCOMPARE(cv.model()->index(1, CompareTableModel::MeasuredSeconds).data().toString(), QStringLiteral("\u2014"));
         const QString f2 = tmp_.filePath(QStringLiteral("compare.csv"));
         QVERIFY2(cv.exportTableCsv(f2, &error), qPrintable(error));
         QFile in2(f2);
         QVERIFY(in2.open(QIODevice::ReadOnly));
         QCOMPARE(
             QString::fromUtf8(in2.readAll()),
-            QStringLiteral("run,method,rows,max U (joint),vs baseline,sum U,max J,CV_global,S_EP,T_EP,eta_EP,"
-                           "attention,over cap,vs reorder,vs KK\r\n"
-                           "\"tiny, run\",baseline,2,300,0,500,80,0.25,1000,90,0.5,12.5,0,50,20\r\n"
-                           "\"tiny, run\",reorder,2,200,-33.333333333333336,400,70,0.125,900,80,0.75,12.5,0,0,-20\r\n"
-                           "\"tiny, run\",karmarkar_karp,2,250,-16.666666666666668,450,75,0.125,950,85,0.625,11,1,"
-                           "25,0\r\n"
-                           "\"tiny, run\",routepack,2,150,-50,350,60,0.125,800,70,0.875,13,0,-25,-40\r\n"));
+            QStringLiteral(
+                "run,method,rows,max U (joint),vs baseline,measured s,measured vs baseline,sum U,max J,CV_global,S_EP,"
+                "T_EP,eta_EP,attention,over cap,vs reorder,vs KK\r\n"
+                "\"tiny, run\",baseline,2,300,0,2,0,500,80,0.25,1000,90,0.5,12.5,0,50,20\r\n"
+                "\"tiny, run\",reorder,2,200,-33.333333333333336,,,400,70,0.125,900,80,0.75,12.5,0,0,-20\r\n"
+                "\"tiny, run\",karmarkar_karp,2,250,-16.666666666666668,,,450,75,0.125,950,85,0.625,11,"
+                "1,25,0\r\n"
+                "\"tiny, run\",routepack,2,150,-50,1.5,-25,350,60,0.125,800,70,0.875,13,0,-25,-40\r\n"));
 
         // Real plan: every double reads back bit for bit.
         cv.setRuns({plan_}, {QStringLiteral("real")});

@@ -15,14 +15,17 @@
 #include <QMenu>
 #include <QToolButton>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace routepack::views {
 
 ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent)
     : QTabWidget(parent), library_(library), planning_(planning), plan_(new PlanView(this)),
       compare_(new CompareView(this)), run_(new RunView(this)), importStep_(new QToolButton(plan_)),
-      measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
+      measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)),
+      compareMeasuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setObjectName(QStringLiteral("resultTabs"));
     plan_->setObjectName(QStringLiteral("planView"));
     compare_->setObjectName(QStringLiteral("compareView"));
@@ -109,6 +112,7 @@ void ResultsPane::addViewActions(QMenu* view) {
 
 ResultsPane::~ResultsPane() {
     measuredLoad_->shutdown();
+    compareMeasuredLoad_->shutdown();
 }
 
 void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
@@ -123,6 +127,29 @@ void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_p
 void ResultsPane::reloadMeasured() {
     const auto plan = plan_->plan();
     if (plan) loadMeasured(plan->trace_name, plan->window_name, shownRun_);
+    updateCompare();
+}
+
+void ResultsPane::loadCompareMeasured(const std::string& trace, const std::string& window, const QList<qint64>& ids,
+                                      const QStringList& names) {
+    const std::string file = library_->libraryPath().toStdString();
+    if (file.empty() || std::none_of(ids.begin(), ids.end(), [](qint64 id) { return id > 0; })) {
+        compareMeasuredLoad_->invalidate();
+        return;
+    }
+    using Seconds = std::map<QString, PerMethod<std::optional<double>>>;
+    compareMeasuredLoad_->start<Seconds>(
+        [file, trace, window, ids, names](JobContext&) {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
+            Seconds out;
+            for (qsizetype k = 0; k < ids.size(); ++k)
+                if (ids[k] > 0) out[names[k]] = run_measured_seconds(*lib, trace, window, ids[k]);
+            return out;
+        },
+        [this](quint64, const std::shared_ptr<const Seconds>& seconds) { compare_->setMeasured(*seconds); },
+        [this](quint64, const JobFailure& failure) {
+            Q_EMIT status(tr("Measured steps of the compared runs: %1").arg(failure.text), true);
+        });
 }
 
 void ResultsPane::loadMeasured(const std::string& trace, const std::string& window, qint64 runId) {
@@ -182,10 +209,12 @@ void ResultsPane::updateCompare() {
     if (!shown) {
         compare_->setRuns({}, {});
         compare_->setChoices({});
+        compareMeasuredLoad_->invalidate();
         return;
     }
     QList<std::shared_ptr<const PlanResult>> runs;
     QStringList names;
+    QList<qint64> ids;
     const auto& snapshotRuns = library_->snapshot().runs;
     for (const auto& [id, entry] : planning_->replay().entries()) {
         const auto& p = entry.plan;
@@ -203,8 +232,10 @@ void ResultsPane::updateCompare() {
                 facts.timeLimit = !facts.cancelled && (facts.timeLimit || saved.timeLimit);
             }
         names << compareRunLabel(facts);
+        ids << id;
     }
     compare_->setRuns(runs, names);
+    loadCompareMeasured(shown->trace_name, shown->window_name, ids, names);
     compare_->setChoices(compareChoices(snapshotRuns, shown->trace_name, shown->window_name, [this](qint64 id) {
         return planning_->replay().contains(id) && (!compareLeftOut_.count(id) || id == shownRun_);
     }));

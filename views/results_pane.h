@@ -91,6 +91,10 @@ private:
     /// Reads the measured plans linked to saved run `runId` of `trace`/`window` on a worker thread
     /// (nothing for an unsaved plan or without a library).
     void loadMeasured(const std::string& trace, const std::string& window, qint64 runId);
+    /// Reads the measured step seconds of the compared saved runs `ids` (named `names` in the
+    /// comparison) on a worker thread and gives them to the Compare tab.
+    void loadCompareMeasured(const std::string& trace, const std::string& window, const QList<qint64>& ids,
+                             const QStringList& names);
     /// Records the cluster step shown without counts and shows or hides the Import step… button.
     void setShownStep(std::optional<ClusterStepRef> step);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
@@ -107,6 +111,7 @@ private:
     std::optional<ClusterStepRef> shownStep_;
     std::set<qint64> compareLeftOut_; ///< runs unchecked in the Compare tab's "Runs" menu
     JobTracker* measuredLoad_;        ///< reads the shown run's measured plans (latest request wins)
+    JobTracker* compareMeasuredLoad_; ///< reads the compared runs' measured step seconds (latest wins)
 };
 
 } // namespace routepack::views

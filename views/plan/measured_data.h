@@ -3,10 +3,12 @@
 // (MoE layer, EP rank) and per row-shard beside the cost model's, and the measured plans of a saved
 // run found in the library (docs/measure.md "In the library").
 #include "core/plan/measured.h"
+#include "core/plan/method.h"
 #include "storage/library.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,5 +49,11 @@ MeasuredFigures measured_figures(const MeasuredStep& m, int plan);
 /// without measured steps (a read-only open of an older schema). InputError as the library's reads.
 std::vector<MeasuredChoice> run_measured_choices(const storage::Library& lib, const std::string& trace,
                                                  const std::string& window, std::int64_t run);
+
+/// The measured step seconds of each method of saved run `run` (of window `trace`/`window`): the
+/// latest measured step that the library linked to that method's layout (the library's record
+/// alone; no measured file is read). Methods never measured stay empty.
+PerMethod<std::optional<double>> run_measured_seconds(const storage::Library& lib, const std::string& trace,
+                                                      const std::string& window, std::int64_t run);
 
 } // namespace routepack::views

@@ -123,6 +123,11 @@ void CompareTableModel::setRuns(const QList<std::shared_ptr<const PlanResult>>& 
     endResetModel();
 }
 
+void CompareTableModel::setMeasured(std::map<QString, PerMethod<std::optional<double>>> measured) {
+    measured_ = std::move(measured);
+    if (!rows_.empty()) Q_EMIT dataChanged(index(0, MeasuredSeconds), index(rowCount() - 1, MeasuredVsBaseline));
+}
+
 int CompareTableModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -172,6 +177,15 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
         return change(plan.reorder);
     case JointVsKarmarkarKarp:
         return change(plan.karmarkar_karp);
+    case MeasuredSeconds:
+    case MeasuredVsBaseline: {
+        const auto it = measured_.find(names_[run]);
+        if (it == measured_.end() || !it->second[m]) return {};
+        if (column == MeasuredSeconds) return *it->second[m];
+        const std::optional<double>& base = it->second[routepack::Method::Baseline];
+        if (!base || *base <= 0) return {};
+        return 100.0 * (*it->second[m] - *base) / *base;
+    }
     case InterCopies:
         return method.comm ? QVariant(static_cast<qint64>(method.comm->inter_total)) : QVariant();
     case IntraCopies:
@@ -219,9 +233,12 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
         case CvGlobal:
         case EpBalance:
             return QString::number(v.toDouble(), 'f', 4);
+        case MeasuredSeconds:
+            return QStringLiteral("%1 s").arg(v.toDouble(), 0, 'g', 4);
         case JointVsBaseline:
         case JointVsReorder:
         case JointVsKarmarkarKarp:
+        case MeasuredVsBaseline:
         case InterVsRoutepack: {
             double d = v.toDouble();
             if (col == InterVsRoutepack && std::abs(d) < 0.005) d = 0; // no "-0.00 %" for 3 copies in 120,000
@@ -284,6 +301,10 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("vs reorder");
         case JointVsKarmarkarKarp:
             return tr("vs KK");
+        case MeasuredSeconds:
+            return tr("measured s");
+        case MeasuredVsBaseline:
+            return tr("measured vs baseline");
         case InterCopies:
             return tr("inter-node copies");
         case IntraCopies:
@@ -319,6 +340,12 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("change of the joint cost against the run's reorder layout, in percent");
         case JointVsKarmarkarKarp:
             return tr("change of the joint cost against the run's karmarkar_karp layout, in percent");
+        case MeasuredSeconds:
+            return tr("the step of this layout as measured with real kernels (a measured step imported into the "
+                      "library and linked to the run: docs/measure.md), in seconds");
+        case MeasuredVsBaseline:
+            return tr("change of the measured step against the run's measured baseline, in percent: the gain "
+                      "beside the modelled one (vs baseline)");
         case Attention:
             return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12), in tokens");
         case CapViolations:

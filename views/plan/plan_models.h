@@ -8,7 +8,9 @@
 #include <QList>
 #include <QStringList>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -66,6 +68,8 @@ public:
         Rows,
         Joint,
         JointVsBaseline,
+        MeasuredSeconds,    ///< the measured step of the method's layout (setMeasured), seconds
+        MeasuredVsBaseline, ///< its change against the same run's measured baseline, percent
         SumU,
         MaxJ,
         CvGlobal,
@@ -87,6 +91,10 @@ public:
 
     /// Replaces every run (null entries skipped; missing names become "run k").
     void setRuns(const QList<std::shared_ptr<const routepack::PlanResult>>& runs, const QStringList& runNames);
+    /// Measured step seconds per run name (as given to setRuns) and method: the measured plans the
+    /// library links to each saved run (the latest measured step per method). Runs and methods not
+    /// in the map show no measured value.
+    void setMeasured(std::map<QString, routepack::PerMethod<std::optional<double>>> measured);
     int runCount() const { return static_cast<int>(runs_.size()); }
     QString runName(int run) const { return names_.value(run); }
     const routepack::PlanResult& run(int k) const { return *runs_[static_cast<std::size_t>(k)]; }
@@ -107,6 +115,7 @@ private:
     QStringList names_;
     std::vector<std::pair<int, routepack::Method>> rows_; // (run, method) per table row
     bool comm_ = false; ///< whether the communication columns are shown (a run is on several nodes)
+    std::map<QString, routepack::PerMethod<std::optional<double>>> measured_; ///< setMeasured
 };
 
 } // namespace routepack::views

@@ -341,6 +341,10 @@ QTableView* CompareView::tableView() const {
     return d_->table;
 }
 
+void CompareView::setMeasured(std::map<QString, PerMethod<std::optional<double>>> measured) {
+    d_->model->setMeasured(std::move(measured));
+}
+
 void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, const QStringList& runNames) {
     d_->model->setRuns(runs, runNames);
     QChart* c = d_->chart->chart();

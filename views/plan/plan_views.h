@@ -184,6 +184,9 @@ public:
     /// Replaces every run. `runNames[k]` names runs[k] (missing names become "run k+1"); null
     /// entries are skipped.
     void setRuns(const QList<std::shared_ptr<const routepack::PlanResult>>& runs, const QStringList& runNames);
+    /// The measured step seconds of the runs' methods, by run name (CompareTableModel::setMeasured): the
+    /// table's "measured s" and "measured vs baseline" columns.
+    void setMeasured(std::map<QString, routepack::PerMethod<std::optional<double>>> measured);
     /// The table model (a CompareTableModel); RawValueRole gives raw numbers for sorting.
     QAbstractItemModel* model() const;
     /// CSV of the table (exportModelCsv). False with `error` set on a write failure.
