@@ -647,7 +647,7 @@ private Q_SLOTS:
         for (int t = 0; t < ui::planView(w)->count(); ++t)
             titles << QStringLiteral("### ") + ui::planView(w)->tabText(t).remove(QLatin1Char('&'));
         titles << QStringLiteral("## Library") << QStringLiteral("## Topology and budgets");
-        QCOMPARE(titles.size(), 11);
+        QCOMPARE(titles.size(), 12);
         for (const QString& t : titles)
             QVERIFY2(md.contains(QLatin1Char('\n') + t + QLatin1Char('\n')), qPrintable(t));
         // Shown as rendered Markdown: the headings' text without their #.

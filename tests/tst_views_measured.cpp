@@ -15,6 +15,8 @@
 #include "views/plan/measured_panel.h"
 #include "views/plan/plan_models.h"
 #include "views/plan/plan_views.h"
+#include "views/run/run_series.h"
+#include "views/run/run_view.h"
 #include "views/studio_app.h"
 #include "views/studio_window.h"
 
@@ -120,6 +122,12 @@ class TestViewsMeasured : public test::StudioTestBase {
         in.budgets.workers = 1;
         const PlanResult r = plan_window(in, {});
         run_ = lib->save_run(r, "demo").id;
+        // A second step of the run, the first 8 samples, planned on the same topology (not measured).
+        lib->create_window("syn", "w2", std::vector<std::string>(ids.begin(), ids.begin() + 8), "first 8");
+        PlanInput in2 = in;
+        in2.window = lib->load_window("syn", "w2");
+        in2.window_name = "w2";
+        lib->save_run(plan_window(in2, {}), "demo");
         MeasuredStep m;
         m.trace = "syn";
         m.window = "w";
@@ -279,6 +287,53 @@ private Q_SLOTS:
         QVERIFY(test::save_screenshot(&view, shots_, QStringLiteral("plan-measured")));
         view.setPlan(nullptr);
         QCOMPARE(view.measuredPanel()->choiceCount(), 0);
+    }
+
+    void runViewShowsMeasuredBesideModelled() {
+        // By hand: one step measured at baseline 2 s and routepack 1.5 s (-25 %) where the model says -50 %.
+        RunSeries hand;
+        hand.steps.resize(2);
+        hand.steps[0].gain_pct = -50;
+        hand.steps[0].measured[Method::Baseline] = 2.0;
+        hand.steps[0].measured[Method::RoutePack] = 1.5;
+        hand.steps[1].gain_pct = -10;
+        hand.steps[1].measured[Method::RoutePack] = 1.0; // no measured baseline: not counted
+        const MeasuredRunSummary m = summarize_measured(hand);
+        QCOMPARE(m.steps, 1);
+        QCOMPARE(m.mean_measured_pct, -25.0);
+        QCOMPARE(m.mean_modelled_pct, -50.0);
+        QCOMPARE(summarize_measured(RunSeries{}).steps, 0);
+        // The library's run: window w measured (imported by dialogImportsAMeasuredFile), w2 not.
+        const auto steps = storage::Library::open(db_, storage::OpenMode::ReadOnly)->measured_steps("syn", "w");
+        QCOMPARE(steps.size(), std::size_t(1));
+        const double base = steps[0].plans[0].step_seconds, rp = steps[0].plans[3].step_seconds;
+        RunView view;
+        view.resize(1400, 900);
+        view.show();
+        view.setSource(test::qpath(db_), QStringLiteral("syn"));
+        QTRY_VERIFY_WITH_TIMEOUT(!view.isLoading() && view.currentSeries(), 60000);
+        const RunSeries& s = *view.currentSeries();
+        QCOMPARE(s.steps.size(), std::size_t(2));
+        QCOMPARE(s.steps[0].window, std::string("w"));
+        QCOMPARE(*s.steps[0].measured[Method::Baseline], base);
+        QCOMPARE(*s.steps[0].measured[Method::RoutePack], rp);
+        QVERIFY(!s.steps[1].measured[Method::RoutePack]);
+        const QString measuredPct = QString::asprintf("%+.2f %%", 100.0 * (rp - base) / base);
+        const QString modelledPct = QString::asprintf("%+.2f %%", s.steps[0].gain_pct);
+        QVERIFY2(view.headingText().contains(
+                     QStringLiteral("measured (1 step(s) with baseline and routepack measured): routepack vs baseline "
+                                    "mean %1 measured, %2 modelled on the same steps")
+                         .arg(measuredPct, modelledPct)),
+                 qPrintable(view.headingText()));
+        QVERIFY2(
+            view.stepToolTip(0).contains(QStringLiteral("measured: Baseline %1 s, ").arg(base, 0, 'g', 4)) &&
+                view.stepToolTip(0).contains(QStringLiteral("RoutePack %1 s (routepack vs baseline %2 measured, %3 "
+                                                            "modelled)")
+                                                 .arg(rp, 0, 'g', 4)
+                                                 .arg(measuredPct, modelledPct)),
+            qPrintable(view.stepToolTip(0)));
+        QVERIFY(!view.stepToolTip(1).contains(QStringLiteral("measured:")));
+        QVERIFY(test::save_screenshot(&view, shots_, QStringLiteral("run-measured")));
     }
 
     void studioShowsTheSelectedRunsMeasuredPlans() {

@@ -1,6 +1,7 @@
 #include "views/results_pane.h"
 
 #include "core/plan/method.h"
+#include "views/dialogs/measured_import_dialog.h"
 #include "views/jobs/job_tracker.h"
 #include "views/library/library_pane.h"
 #include "views/plan/compare_data.h"
@@ -24,8 +25,7 @@ namespace routepack::views {
 ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent)
     : QTabWidget(parent), library_(library), planning_(planning), plan_(new PlanView(this)),
       compare_(new CompareView(this)), run_(new RunView(this)), importStep_(new QToolButton(plan_)),
-      measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)),
-      compareMeasuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
+      measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setObjectName(QStringLiteral("resultTabs"));
     plan_->setObjectName(QStringLiteral("planView"));
     compare_->setObjectName(QStringLiteral("compareView"));
@@ -112,7 +112,6 @@ void ResultsPane::addViewActions(QMenu* view) {
 
 ResultsPane::~ResultsPane() {
     measuredLoad_->shutdown();
-    compareMeasuredLoad_->shutdown();
 }
 
 void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
@@ -124,37 +123,31 @@ void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_p
     loadMeasured(trace, win, runId);
 }
 
+MeasuredImportDialog* ResultsPane::showMeasuredImport(const QString& library) {
+    if (measuredImport_ && measuredImport_->request().library != library) closeMeasuredImport();
+    return MeasuredImportDialog::showIn(measuredImport_, library, this, [this](const MeasuredImportResult& r) {
+        Q_EMIT measuredImported(); // the window reads the library again, then the measured plans are read
+        Q_EMIT status(r.summary, false);
+        reloadMeasured();
+    });
+}
+
+void ResultsPane::closeMeasuredImport() {
+    if (!measuredImport_) return;
+    measuredImport_->close();
+    measuredImport_->deleteLater();
+    measuredImport_ = nullptr;
+}
+
 void ResultsPane::reloadMeasured() {
     const auto plan = plan_->plan();
     if (plan) loadMeasured(plan->trace_name, plan->window_name, shownRun_);
     updateCompare();
 }
 
-void ResultsPane::loadCompareMeasured(const std::string& trace, const std::string& window, const QList<qint64>& ids,
-                                      const QStringList& names) {
-    const std::string file = library_->libraryPath().toStdString();
-    if (file.empty() || std::none_of(ids.begin(), ids.end(), [](qint64 id) { return id > 0; })) {
-        compareMeasuredLoad_->invalidate();
-        return;
-    }
-    using Seconds = std::map<QString, PerMethod<std::optional<double>>>;
-    compareMeasuredLoad_->start<Seconds>(
-        [file, trace, window, ids, names](JobContext&) {
-            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
-            Seconds out;
-            for (qsizetype k = 0; k < ids.size(); ++k)
-                if (ids[k] > 0) out[names[k]] = run_measured_seconds(*lib, trace, window, ids[k]);
-            return out;
-        },
-        [this](quint64, const std::shared_ptr<const Seconds>& seconds) { compare_->setMeasured(*seconds); },
-        [this](quint64, const JobFailure& failure) {
-            Q_EMIT status(tr("Measured steps of the compared runs: %1").arg(failure.text), true);
-        });
-}
-
 void ResultsPane::loadMeasured(const std::string& trace, const std::string& window, qint64 runId) {
     const std::string file = library_->libraryPath().toStdString();
-    if (runId <= 0 || file.empty()) {
+    if (runId <= 0 || file.empty() || !run_was_measured(library_->snapshot().measured, runId)) {
         measuredLoad_->invalidate();
         return;
     }
@@ -209,12 +202,11 @@ void ResultsPane::updateCompare() {
     if (!shown) {
         compare_->setRuns({}, {});
         compare_->setChoices({});
-        compareMeasuredLoad_->invalidate();
         return;
     }
     QList<std::shared_ptr<const PlanResult>> runs;
     QStringList names;
-    QList<qint64> ids;
+    std::map<QString, PerMethod<std::optional<double>>> measured; // each saved run's measured steps
     const auto& snapshotRuns = library_->snapshot().runs;
     for (const auto& [id, entry] : planning_->replay().entries()) {
         const auto& p = entry.plan;
@@ -232,10 +224,10 @@ void ResultsPane::updateCompare() {
                 facts.timeLimit = !facts.cancelled && (facts.timeLimit || saved.timeLimit);
             }
         names << compareRunLabel(facts);
-        ids << id;
+        if (id > 0) measured[names.back()] = run_measured_seconds(library_->snapshot().measured, id);
     }
     compare_->setRuns(runs, names);
-    loadCompareMeasured(shown->trace_name, shown->window_name, ids, names);
+    compare_->setMeasured(std::move(measured));
     compare_->setChoices(compareChoices(snapshotRuns, shown->trace_name, shown->window_name, [this](qint64 id) {
         return planning_->replay().contains(id) && (!compareLeftOut_.count(id) || id == shownRun_);
     }));

@@ -28,6 +28,7 @@ class RunView;
 /// The tabs "Plan", "Compare runs" and "Run" (object name "resultTabs"; the pages "planView",
 /// "compareView", "runView"; the plan views' "Import step…" button "importStep"). GUI thread only.
 class JobTracker;
+class MeasuredImportDialog;
 
 class ResultsPane : public QTabWidget {
     Q_OBJECT
@@ -60,6 +61,11 @@ public:
     void clearPlan();
     /// Reads the shown saved run's measured plans again (after an import).
     void reloadMeasured();
+    /// Shows File > Import measured step…'s dialog for library file `library` (created on first use;
+    /// measuredImported follows each import).
+    MeasuredImportDialog* showMeasuredImport(const QString& library);
+    /// Closes that dialog (another library was opened).
+    void closeMeasuredImport();
     /// Shows step `step` read from its plan file without the step's counts (`opened.window` null): the
     /// views that need them say why, and the "Import step…" button offers the step's file.
     void showStepWithoutCounts(const ClusterStepRef& step, const ClusterStepPlan& opened);
@@ -83,18 +89,19 @@ Q_SIGNALS:
                        const std::vector<qint64>& tokens, const QString& tokensHeader);
     /// The "Import step…" button was clicked.
     void importStepRequested();
+    /// The measured-step dialog stored a measured step: the library changed (its summary follows in
+    /// status()).
+    void measuredImported();
 
 private:
     /// A run of the Compare tab's "Runs" menu checked or unchecked: a run not in the session is
     /// restored for the comparison.
     void toggleCompared(qint64 id, bool on);
     /// Reads the measured plans linked to saved run `runId` of `trace`/`window` on a worker thread
-    /// (nothing for an unsaved plan or without a library).
+    /// (nothing for an unsaved plan, without a library, or when the library tree's snapshot links no
+    /// measured step to the run).
     void loadMeasured(const std::string& trace, const std::string& window, qint64 runId);
-    /// Reads the measured step seconds of the compared saved runs `ids` (named `names` in the
-    /// comparison) on a worker thread and gives them to the Compare tab.
-    void loadCompareMeasured(const std::string& trace, const std::string& window, const QList<qint64>& ids,
-                             const QStringList& names);
+
     /// Records the cluster step shown without counts and shows or hides the Import step… button.
     void setShownStep(std::optional<ClusterStepRef> step);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
@@ -109,9 +116,9 @@ private:
     QToolButton* importStep_;
     qint64 shownRun_ = 0;
     std::optional<ClusterStepRef> shownStep_;
-    std::set<qint64> compareLeftOut_; ///< runs unchecked in the Compare tab's "Runs" menu
-    JobTracker* measuredLoad_;        ///< reads the shown run's measured plans (latest request wins)
-    JobTracker* compareMeasuredLoad_; ///< reads the compared runs' measured step seconds (latest wins)
+    std::set<qint64> compareLeftOut_;                ///< runs unchecked in the Compare tab's "Runs" menu
+    JobTracker* measuredLoad_;                       ///< reads the shown run's measured plans (latest request wins)
+    MeasuredImportDialog* measuredImport_ = nullptr; ///< showMeasuredImport
 };
 
 } // namespace routepack::views

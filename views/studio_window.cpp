@@ -1,7 +1,6 @@
 #include "views/studio_window.h"
 
 #include "views/dialogs/import_dialog.h"
-#include "views/dialogs/measured_import_dialog.h"
 #include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/library/library_pane.h"
@@ -154,6 +153,7 @@ void StudioWindow::connectPanes() {
             [this] { results_->setCurrentWidget(results_->runView()); });
     connect(planning_, &PlanningController::stepOpened, this, &StudioWindow::showClusterStep);
     connect(results_, &ResultsPane::status, this, &StudioWindow::setStatus);
+    connect(results_, &ResultsPane::measuredImported, this, &StudioWindow::refreshLibrary);
     connect(results_, &ResultsPane::samplesPicked, this,
             [this](const QString& trace, const std::vector<std::string>& ids, const QString& label,
                    const std::vector<qint64>& tokens, const QString& tokensHeader) {
@@ -207,11 +207,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         importDialog_->deleteLater();
         importDialog_ = nullptr;
     }
-    if (measuredImportDialog_ && !sameLibrary) { // its library is the one it was opened on
-        measuredImportDialog_->close();
-        measuredImportDialog_->deleteLater();
-        measuredImportDialog_ = nullptr;
-    }
+    if (!sameLibrary) results_->closeMeasuredImport();
     const QString absolute = QFileInfo(file).absoluteFilePath();
     settings()->setValue(QStringLiteral("library/last"), absolute);
     library_->rememberRecent(absolute);

@@ -123,6 +123,8 @@ public:
     /// the reason in the status line without a writable library). An import refreshes the library and
     /// the shown run's measured tab.
     MeasuredImportDialog* showMeasuredImportDialog();
+    /// Whether the open library takes imports; the reason in the status line when it does not.
+    bool mayImport();
     /// Opens step `window` of the cluster run shown in the Run view in the plan views: its plan file
     /// `planFile` (in the run's OUT) read on a worker thread (open_cluster_step, views/run/cluster_step.h),
     /// with the step's counts when the library holds its samples; otherwise the views that need the
@@ -239,7 +241,6 @@ private:
     std::unique_ptr<StudioExports> exports_; ///< File > Export (its start folder kept across sessions)
     Actions actions_;
     ImportDialog* importDialog_ = nullptr;
-    MeasuredImportDialog* measuredImportDialog_ = nullptr;
     RewriteDialog* rewriteDialog_ = nullptr;
     QDialog* helpDialog_ = nullptr;
     std::unique_ptr<ClusterStepRef> reopenStep_; ///< imported from importShownStep: open again when done

@@ -4,7 +4,6 @@
 
 #include "core/plan/plan_file.h"
 #include "views/dialogs/import_dialog.h"
-#include "views/dialogs/measured_import_dialog.h"
 #include "views/dialogs/rewrite_dialog.h"
 #include "views/dialogs/setup_pane.h"
 #include "views/dialogs/window_dialog.h"
@@ -139,14 +138,7 @@ void StudioWindow::updateActions() {
 }
 
 ImportDialog* StudioWindow::showImportDialog() {
-    if (!lib_) {
-        setStatus(tr("Open or create a library first (Ctrl+O, Ctrl+N)."), true);
-        return nullptr;
-    }
-    if (lib_->read_only()) {
-        setStatus(tr("This library is read-only: nothing can be imported into it."), true);
-        return nullptr;
-    }
+    if (!mayImport()) return nullptr;
     if (!importDialog_) {
         importDialog_ = new ImportDialog(libraryPath(), this);
         connect(importDialog_, &ImportDialog::imported, this, [this](const QString& name) {
@@ -169,24 +161,16 @@ ImportDialog* StudioWindow::showImportDialog() {
 }
 
 MeasuredImportDialog* StudioWindow::showMeasuredImportDialog() {
-    if (!lib_ || lib_->read_only()) {
-        setStatus(lib_ ? tr("This library is read-only: nothing can be imported into it.")
-                       : tr("Open or create a library first (Ctrl+O, Ctrl+N)."),
-                  true);
-        return nullptr;
-    }
-    if (!measuredImportDialog_) {
-        measuredImportDialog_ = new MeasuredImportDialog(libraryPath(), this);
-        connect(measuredImportDialog_, &MeasuredImportDialog::imported, this, [this](const MeasuredImportResult& r) {
-            refreshLibrary();
-            setStatus(r.summary);
-            results_->reloadMeasured();
-        });
-    }
-    measuredImportDialog_->show();
-    measuredImportDialog_->raise();
-    measuredImportDialog_->activateWindow();
-    return measuredImportDialog_;
+    if (!mayImport()) return nullptr;
+    return results_->showMeasuredImport(libraryPath());
+}
+
+bool StudioWindow::mayImport() {
+    if (lib_ && !lib_->read_only()) return true;
+    setStatus(lib_ ? tr("This library is read-only: nothing can be imported into it.")
+                   : tr("Open or create a library first (Ctrl+O, Ctrl+N)."),
+              true);
+    return false;
 }
 
 RewriteDialog* StudioWindow::showRewriteDialog() {

@@ -392,6 +392,9 @@ def test_profiler_trace_and_measured_file_import_into_the_library(tmp_path):
     def negative(evs):
         evs[first]["dur"] = -1
 
+    def not_a_number(evs):
+        evs[first]["dur"] = float("nan")  # json.dumps writes NaN, which JSON does not have
+
     def misnamed(evs):
         evs[first]["name"] = "routepack:attention:row=0"
 
@@ -405,6 +408,7 @@ def test_profiler_trace_and_measured_file_import_into_the_library(tmp_path):
         (bad(no_attention), f"no range routepack:attention:row=0:dp_slot=0 inside routepack:step:window={fp}:"
                             f"plan=routepack (the piece has {tokens} tokens)"),
         (bad(negative), f"[{first}].dur is -1, not a finite number >= 0"),
+        (bad(not_a_number), "malformed JSON"),
         (bad(misnamed), f"[{first}].name \"routepack:attention:row=0\" is not a routepack range ("),
         (bad(row_out), f"[{first}].name names row 9; the plan has {len(rows)} rows"),
     ]

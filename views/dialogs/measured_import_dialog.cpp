@@ -108,6 +108,18 @@ MeasuredImportDialog::MeasuredImportDialog(const QString& library, QWidget* pare
     resize(720, sizeHint().height());
 }
 
+MeasuredImportDialog* MeasuredImportDialog::showIn(MeasuredImportDialog*& slot, const QString& library, QWidget* parent,
+                                                   std::function<void(const MeasuredImportResult&)> onImported) {
+    if (!slot) {
+        slot = new MeasuredImportDialog(library, parent);
+        connect(slot, &MeasuredImportDialog::imported, parent, std::move(onImported));
+    }
+    slot->show();
+    slot->raise();
+    slot->activateWindow();
+    return slot;
+}
+
 MeasuredImportDialog::~MeasuredImportDialog() {
     job_->shutdown();
 }

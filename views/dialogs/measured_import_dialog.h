@@ -9,6 +9,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
+
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -56,6 +58,10 @@ public:
     MeasuredImportRequest request() const;
     /// Starts the import of request(); false (nothing started) without files or while one runs.
     bool startImport();
+    /// Shows and raises the dialog held in `slot`, first creating it (for `library`, child of `parent`,
+    /// `onImported` called on each import) when `slot` is null. Returns it.
+    static MeasuredImportDialog* showIn(MeasuredImportDialog*& slot, const QString& library, QWidget* parent,
+                                        std::function<void(const MeasuredImportResult&)> onImported);
 
 Q_SIGNALS:
     /// A measured step was stored (or was already there): the studio refreshes what it shows.

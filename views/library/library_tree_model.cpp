@@ -15,6 +15,7 @@ LibrarySnapshot readLibrarySnapshot(const storage::Library& lib) {
         for (auto& r : lib.runs(w.trace, w.name))
             s.runs.push_back(std::move(r));
     s.cluster_runs = lib.cluster_runs();
+    s.measured = lib.measured_steps();
     return s;
 }
 

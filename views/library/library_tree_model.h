@@ -20,6 +20,7 @@ struct LibrarySnapshot {
     std::vector<storage::WindowEntry> windows;          ///< every window, grouped by trace
     std::vector<storage::RunEntry> runs;                ///< every run, grouped by window, oldest first
     std::vector<storage::ClusterRunEntry> cluster_runs; ///< imported cluster runs (Library::cluster_runs)
+    std::vector<storage::MeasuredStepEntry> measured;   ///< measured steps (Library::measured_steps)
 };
 
 /// Reads a snapshot (traces, windows, runs of every window). Throws what Library throws.

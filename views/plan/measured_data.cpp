@@ -89,14 +89,21 @@ std::vector<MeasuredChoice> run_measured_choices(const storage::Library& lib, co
     return out;
 }
 
-PerMethod<std::optional<double>> run_measured_seconds(const storage::Library& lib, const std::string& trace,
-                                                      const std::string& window, std::int64_t run) {
+PerMethod<std::optional<double>> run_measured_seconds(const std::vector<storage::MeasuredStepEntry>& steps,
+                                                      std::int64_t run) {
     PerMethod<std::optional<double>> out;
-    for (const storage::MeasuredStepEntry& e : lib.measured_steps(trace, window))
+    for (const storage::MeasuredStepEntry& e : steps)
         for (const storage::MeasuredPlanEntry& p : e.plans)
             if (p.run_id == run)
                 if (const std::optional<Method> m = method_from_key(p.method)) out[*m] = p.step_seconds;
     return out;
+}
+
+bool run_was_measured(const std::vector<storage::MeasuredStepEntry>& steps, std::int64_t run) {
+    return std::any_of(steps.begin(), steps.end(), [run](const storage::MeasuredStepEntry& e) {
+        return std::any_of(e.plans.begin(), e.plans.end(),
+                           [run](const storage::MeasuredPlanEntry& p) { return p.run_id == run; });
+    });
 }
 
 } // namespace routepack::views

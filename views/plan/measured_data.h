@@ -50,10 +50,12 @@ MeasuredFigures measured_figures(const MeasuredStep& m, int plan);
 std::vector<MeasuredChoice> run_measured_choices(const storage::Library& lib, const std::string& trace,
                                                  const std::string& window, std::int64_t run);
 
-/// The measured step seconds of each method of saved run `run` (of window `trace`/`window`): the
-/// latest measured step that the library linked to that method's layout (the library's record
-/// alone; no measured file is read). Methods never measured stay empty.
-PerMethod<std::optional<double>> run_measured_seconds(const storage::Library& lib, const std::string& trace,
-                                                      const std::string& window, std::int64_t run);
+/// The measured step seconds of each method of saved run `run` among the library's measured steps
+/// `steps` (Library::measured_steps, oldest first): of the latest step that the library linked to that
+/// method's layout. Methods never measured stay empty.
+PerMethod<std::optional<double>> run_measured_seconds(const std::vector<storage::MeasuredStepEntry>& steps,
+                                                      std::int64_t run);
+/// Whether any of `steps` has a plan linked to saved run `run`.
+bool run_was_measured(const std::vector<storage::MeasuredStepEntry>& steps, std::int64_t run);
 
 } // namespace routepack::views

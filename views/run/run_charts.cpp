@@ -349,6 +349,19 @@ QString RunView::stepToolTip(int k) const {
             tip += tr(", %1 inter-node copies").arg(QString::fromStdString(grouped_count(st.inter_copies[m])));
         tip += QStringLiteral("<br>");
     }
+    // Measured steps of the run's layouts (a measured step imported into the library), beside the model.
+    QStringList measured;
+    for (const Method m : s->methods)
+        if (st.measured[m])
+            measured << tr("%1 %2 s").arg(QString::fromLatin1(method_label(m))).arg(*st.measured[m], 0, 'g', 4);
+    if (!measured.isEmpty()) {
+        tip += tr("measured: %1").arg(measured.join(QStringLiteral(", ")));
+        const std::optional<double>&mb = st.measured[Method::Baseline], &mr = st.measured[Method::RoutePack];
+        if (mb && mr && *mb > 0)
+            tip += tr(" (routepack vs baseline %1 measured, %2 modelled)")
+                       .arg(pct(100.0 * (*mr - *mb) / *mb), pct(st.gain_pct));
+        tip += QStringLiteral("<br>");
+    }
     const double reorder = st.cost[Method::Reorder];
     tip += tr("routepack vs baseline %1, vs reorder %2<br>")
                .arg(pct(st.gain_pct), reorder > 0 ? pct(100.0 * (st.cost[Method::RoutePack] - reorder) / reorder)

@@ -5,6 +5,7 @@
 #include "core/plan/run_steps.h"
 #include "core/plan/score/placement.h"
 #include "core/util/input_file.h"
+#include "views/plan/measured_data.h"
 #include "views/plan/plan_data.h"
 #include "views/widgets/gui_text.h"
 #include "views/widgets/nice_scale.h"
@@ -192,6 +193,7 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
             return natural_less(a.name, b.name);
         });
         out.windows = windows.size();
+        const std::vector<storage::MeasuredStepEntry> measured = lib.measured_steps(trace);
         // Per topology name: per window (in run order) the newest usable run.
         std::vector<std::vector<storage::RunEntry>> runs(windows.size());
         std::map<std::string, std::map<std::size_t, Picked>> by_topology;
@@ -227,6 +229,7 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 st.runs = p.runs;
                 st.status = r.status;
                 if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;
+                st.measured = run_measured_seconds(measured, r.id);
                 if (s.steps.empty()) s.topology_value = r.topology_value;
                 add_step(s, plan, std::move(st), windows[w].name, moe_layers);
             }
@@ -275,6 +278,24 @@ std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
         bins[static_cast<std::size_t>(k)].steps.push_back(static_cast<int>(i));
     }
     return bins;
+}
+
+MeasuredRunSummary summarize_measured(const RunSeries& series) {
+    MeasuredRunSummary out;
+    for (const RunStep& st : series.steps) {
+        const std::optional<double>&base = st.measured[Method::Baseline], &rp = st.measured[Method::RoutePack];
+        if (!base || !rp || *base <= 0) continue;
+        ++out.steps;
+        out.mean_measured_pct += 100.0 * (*rp - *base) / *base;
+        out.mean_modelled_pct += st.gain_pct;
+        out.measured_seconds += *rp;
+        out.measured_base_seconds += *base;
+    }
+    if (out.steps > 0) {
+        out.mean_measured_pct /= out.steps;
+        out.mean_modelled_pct /= out.steps;
+    }
+    return out;
 }
 
 RunSeriesSummary summarize_series(const RunSeries& series) {

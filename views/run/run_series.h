@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct RunStep {
     /// slots, the first on ties (-1: nothing changed or first step).
     int churn_layer = -1;
     std::int64_t churn_layer_slots = 0; ///< changed slots of that layer
+    /// The measured step of method m's layout, seconds (run_measured_seconds of views/plan/measured_data.h:
+    /// the latest measured step the library links to it); empty when not measured.
+    PerMethod<std::optional<double>> measured;
 };
 
 /// The steps of one topology: every window of the trace (in natural name order, as `routepack sweep`
@@ -169,5 +173,19 @@ struct RunSeriesSummary {
 /// The summary of `series`; all zero for a series without steps. E.g. gains {-4, -1, -2, -3} percent:
 /// mean -2.5, median -2.5, best -4, worst -1.
 RunSeriesSummary summarize_series(const RunSeries& series);
+
+/// Routepack against the baseline measured beside modelled, over the steps whose baseline and
+/// routepack layouts were both measured (RunStep::measured).
+struct MeasuredRunSummary {
+    int steps = 0;                    ///< steps with both measured
+    double mean_measured_pct = 0;     ///< mean of 100 x (measured routepack - measured baseline) / measured baseline
+    double mean_modelled_pct = 0;     ///< mean of RunStep::gain_pct over the same steps
+    double measured_seconds = 0;      ///< sum of the measured routepack steps
+    double measured_base_seconds = 0; ///< sum of the measured baseline steps
+};
+
+/// The measured summary of `series` (steps 0 when no step has both). E.g. one step measured at
+/// baseline 2 s and routepack 1.5 s, modelled gain -50 %: steps 1, measured -25 %, modelled -50 %.
+MeasuredRunSummary summarize_measured(const RunSeries& series);
 
 } // namespace routepack::views

@@ -316,6 +316,18 @@ QString RunView::headingText() const {
 
 namespace {
 
+/// The heading's line on the measured steps, when the library links measured baseline and routepack
+/// layouts to some steps: routepack against the baseline measured and modelled over those steps; ""
+/// otherwise.
+QString measuredText(const RunSeries& s) {
+    const MeasuredRunSummary m = summarize_measured(s);
+    if (m.steps == 0) return {};
+    return QObject::tr("<br>measured (%n step(s) with baseline and routepack measured): routepack vs baseline mean "
+                       "%1 measured, %2 modelled on the same steps",
+                       nullptr, m.steps)
+        .arg(pct(m.mean_measured_pct), pct(m.mean_modelled_pct));
+}
+
 /// The heading's line on applying the run, when its plans carry a migration cost model: experts
 /// moved and modelled time summed over the steps (sweep's experts_moved_total and
 /// modelled_seconds_total of the last step); "" otherwise.
@@ -400,7 +412,7 @@ void RunView::rebuild() {
                           .arg(pct(summary.mean_gain_pct), pct(summary.median_gain_pct), pct(summary.best_gain_pct),
                                pct(summary.worst_gain_pct))
                           .arg(summary.churn_total) +
-                      migrationText(*s) + failed);
+                      measuredText(*s) + migrationText(*s) + failed);
     stack_->setCurrentIndex(1);
 }
 
