@@ -31,6 +31,7 @@
 
 namespace routepack::storage {
 
+using detail::shown;
 using detail::Statement;
 using detail::Transaction;
 
@@ -41,11 +42,6 @@ int supported_schema_version() {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
-
-/// Names and ids as echoed in messages: one line, at most 80 characters.
-std::string shown(const std::string& s) {
-    return routepack::util::printable(s);
-}
 
 [[noreturn]] void not_sqlite(const std::filesystem::path& file) {
     throw InputError(file.string() + ": not a RoutePack library (file is not an SQLite database)");

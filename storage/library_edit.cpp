@@ -13,14 +13,11 @@
 
 namespace routepack::storage {
 
+using detail::shown;
 using detail::Statement;
 using detail::Transaction;
 
 namespace {
-
-std::string shown(const std::string& s) {
-    return routepack::util::printable(s);
-}
 
 std::int64_t trace_id(sqlite3* db, const std::filesystem::path& file, const std::string& trace) {
     Statement st(db, file, "SELECT id FROM traces WHERE name = ?1");

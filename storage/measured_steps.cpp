@@ -15,14 +15,11 @@
 
 namespace routepack::storage {
 
+using detail::shown;
 using detail::Statement;
 using detail::Transaction;
 
 namespace {
-
-std::string shown(const std::string& s) {
-    return routepack::util::printable(s);
-}
 
 /// The id of window `window` of trace `trace`, or 0.
 std::int64_t window_id_of(sqlite3* db, const std::filesystem::path& file, const std::string& trace,

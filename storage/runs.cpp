@@ -21,14 +21,11 @@
 
 namespace routepack::storage {
 
+using detail::shown;
 using detail::Statement;
 using detail::Transaction;
 
 namespace {
-
-std::string shown(const std::string& s) {
-    return routepack::util::printable(s);
-}
 
 void require_writable(bool read_only, const std::filesystem::path& file) {
     if (read_only) throw LibraryReadOnly(file);

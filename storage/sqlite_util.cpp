@@ -163,6 +163,10 @@ void Transaction::commit() {
     open_ = false;
 }
 
+std::string shown(const std::string& s) {
+    return util::printable(s);
+}
+
 void require_utf8_name(const char* kind, const std::string& name) {
     const std::size_t bad = util::utf8_invalid_at(name);
     if (bad == std::string::npos) return;

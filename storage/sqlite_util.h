@@ -88,6 +88,9 @@ private:
 /// InputError "<kind> name '<name, escaped>' is not valid UTF-8 (byte 0xNN at index I)" otherwise.
 void require_utf8_name(const char* kind, const std::string& name);
 
+/// A name or id as messages echo it: one line, at most 80 characters (util::printable).
+std::string shown(const std::string& s);
+
 /// Current UTC time as ISO-8601 ("2025-01-31T12:34:56Z").
 std::string utc_now_iso8601();
 
