@@ -31,12 +31,12 @@ std::int64_t window_id_of(sqlite3* db, const std::filesystem::path& file, const 
 }
 
 /// `t` with its token cap resolved for the window (effective_token_cap), as the plans' costs use it.
-std::string resolved_topology(Topology t, const Trace& window) {
+Topology resolved_topology(Topology t, const Trace& window) {
     std::vector<std::int64_t> lengths;
     for (const SampleInfo& s : window.samples)
         lengths.push_back(s.length);
     t.token_cap = effective_token_cap(t, lengths);
-    return topology_to_json(t);
+    return t;
 }
 
 /// The saved run and method of the window whose layout each plan measured ({0, ""} where none):
@@ -44,10 +44,11 @@ std::string resolved_topology(Topology t, const Trace& window) {
 std::vector<std::pair<std::int64_t, std::string>> link_runs(const Library& lib, const MeasuredStep& m,
                                                             const Trace& window) {
     std::vector<std::pair<std::int64_t, std::string>> out(m.plans.size());
-    const std::string topology = resolved_topology(m.topology, window);
+    const Topology measured = resolved_topology(m.topology, window);
+    const std::string topology = topology_to_json(measured);
     std::vector<RunEntry> runs = lib.runs(m.trace, m.window);
     for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-        if (it->plan_id == 0 || resolved_topology(it->topology_value, window) != topology) continue;
+        if (it->plan_id == 0 || topology_to_json(resolved_topology(it->topology_value, window)) != topology) continue;
         const std::string origin = lib.path().string() + ": run " + std::to_string(it->id);
         PlanResult r;
         try {
@@ -57,7 +58,7 @@ std::vector<std::pair<std::int64_t, std::string>> link_runs(const Library& lib, 
         }
         for (const MethodResult* mr : r.methods()) {
             const MeasuredPlan layout =
-                layout_pieces(window, mr->layout, r.placement_of(mr->placement), m.topology, mr->key());
+                layout_pieces(window, mr->layout, r.placement_of(mr->placement), measured, mr->key());
             for (std::size_t k = 0; k < m.plans.size(); ++k)
                 if (out[k].first == 0 && same_pieces(m.plans[k], layout)) out[k] = {it->id, mr->key()};
         }
@@ -108,7 +109,8 @@ MeasuredImport Library::import_measured(const std::string& text, const std::file
     if (window_id == 0)
         throw InputError(file.string() + ": window '" + shown(probe.trace) + "/" + shown(probe.window) +
                          "' is not in " + path_.string() + " (import its trace and make the window first)");
-    const Trace window = load_window(probe.trace, probe.window, RouteLoading::Skip);
+    // Routes when the runs it may have measured span nodes: their plans restore with them.
+    const Trace window = load_window(probe.trace, probe.window, routes_for(probe.topology));
     const MeasuredStep m = parse_measured(text, file.string(), window_fingerprint(window));
     return store_measured(m, text, window, window_id, "measured", {std::filesystem::absolute(file)});
 }
