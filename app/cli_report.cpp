@@ -334,17 +334,94 @@ void print_comparison_json(const PlanResult& r) {
     std::cout << compare_json(r).dump(2) << "\n";
 }
 
+namespace {
+
+/// An imported cluster run as `info --json` lists it.
+nlohmann::json cluster_run_json(const storage::ClusterRunEntry& r) {
+    nlohmann::json chains = nlohmann::json::array();
+    for (const auto& c : r.chains)
+        chains.push_back({{"name", c.name},
+                          {"ep_ranks", c.topology.ep_ranks},
+                          {"dp_slots", c.topology.dp_slots},
+                          {"nodes", c.topology.nodes()}});
+    return {{"id", r.id},
+            {"trace", r.trace},
+            {"out", r.out.string()},
+            {"steps", r.steps},
+            {"chains", chains},
+            {"planned", r.planned},
+            {"failed", r.failed},
+            {"seed", r.seed},
+            {"previous", r.previous},
+            {"imported_at", r.imported_at}};
+}
+
+/// One line: "cluster run 1 'ds': 10 steps x 2 chains: ep8 (EP8/DP4), ep16 (EP16/DP8, 2 nodes); 20
+/// planned, 0 failed; from OUT".
+void print_cluster_run(const nlohmann::json& r) {
+    std::cout << "cluster run " << r["id"] << " '" << shown(r["trace"].get<std::string>()) << "': " << r["steps"]
+              << " steps x " << r["chains"].size() << " chains: ";
+    bool first = true;
+    for (const auto& c : r["chains"]) {
+        std::cout << (first ? "" : ", ") << shown(c["name"].get<std::string>()) << " (EP" << c["ep_ranks"] << "/DP"
+                  << c["dp_slots"];
+        if (c["nodes"].get<int>() > 1) std::cout << ", " << c["nodes"] << " nodes";
+        std::cout << ")";
+        first = false;
+    }
+    std::cout << "; " << r["planned"] << " planned, " << r["failed"] << " failed; from "
+              << shown_path(r["out"].get<std::string>()) << "\n";
+}
+
+/// A measured step as `info --json` lists it.
+nlohmann::json measured_step_json(const storage::MeasuredStepEntry& m) {
+    nlohmann::json plans = nlohmann::json::array();
+    for (const auto& p : m.plans)
+        plans.push_back({{"name", p.name},
+                         {"rows", p.rows},
+                         {"step_seconds", p.step_seconds},
+                         {"modelled_max_u", p.modelled_max_u ? nlohmann::json(*p.modelled_max_u) : nlohmann::json()},
+                         {"run", p.run_id ? nlohmann::json(p.run_id) : nlohmann::json()},
+                         {"method", p.run_id ? nlohmann::json(p.method) : nlohmann::json()}});
+    return {{"id", m.id},       {"trace", m.trace}, {"window", m.window},          {"source", m.source},
+            {"files", m.files}, {"plans", plans},   {"imported_at", m.imported_at}};
+}
+
+} // namespace
+
 void print_library_info(const storage::Library& lib, const std::string& db,
                         const std::vector<storage::TraceEntry>& traces, bool detail, bool json) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const auto& t : traces)
+    nlohmann::json all = nlohmann::json::array(), clusters = nlohmann::json::array(),
+                   measured = nlohmann::json::array();
+    for (const auto& t : traces) {
         all.push_back(trace_json(lib, t, detail));
+        for (const auto& m : lib.measured_steps(t.name))
+            measured.push_back(measured_step_json(m));
+    }
+    if (!detail)
+        for (const auto& r : lib.cluster_runs())
+            clusters.push_back(cluster_run_json(r));
     if (json) {
-        std::cout << nlohmann::json{{"library", db}, {"traces", all}}.dump(2) << "\n";
-    } else {
-        std::cout << "library " << shown_path(db) << ": " << all.size() << " trace(s)\n";
-        for (const auto& t : all)
-            print_trace_text(t, detail);
+        std::cout << nlohmann::json{{"library", db},
+                                    {"traces", all},
+                                    {"cluster_runs", clusters},
+                                    {"measured_steps", measured}}
+                         .dump(2)
+                  << "\n";
+        return;
+    }
+    std::cout << "library " << shown_path(db) << ": " << all.size() << " trace(s)\n";
+    for (const auto& t : all)
+        print_trace_text(t, detail);
+    for (const auto& r : clusters)
+        print_cluster_run(r);
+    for (const auto& m : measured) {
+        const auto linked = std::count_if(m["plans"].begin(), m["plans"].end(),
+                                          [](const nlohmann::json& p) { return !p["run"].is_null(); });
+        std::cout << "measured step " << m["id"] << " of " << shown(m["trace"].get<std::string>()) << "/"
+                  << shown(m["window"].get<std::string>()) << " (" << m["source"].get<std::string>()
+                  << "): " << m["plans"].size() << (m["plans"].size() == 1 ? " plan, " : " plans, ") << linked
+                  << " linked to saved runs\n";
     }
 }
 

@@ -12,8 +12,12 @@ namespace routepack::cli {
 
 /// `info`: the summary of each of `traces` (format, model, samples and GRPO groups, length
 /// statistics in tokens, mean/max load CV over experts per MoE layer, windows), per-MoE-layer CVs
-/// too when `detail`. As JSON {"library": db, "traces": [...]} (indent 2) when `json`, else text
-/// headed "library <db>: N trace(s)". Every summary is computed before anything is printed.
+/// too when `detail`; then, without `detail`, one line per imported cluster run ("cluster run N
+/// '<trace>': S steps x C chains: <chain> (EP<P>/DP<D>[, K nodes]), ...; P planned, F failed; from
+/// <OUT>"), and one per measured step of those traces ("measured step N of <trace>/<window>
+/// (<source>): K plan(s), J linked to saved runs"). As JSON {"library": db, "traces": [...],
+/// "cluster_runs": [...], "measured_steps": [...]} (indent 2) when `json`, else text headed "library
+/// <db>: N trace(s)". Every summary is computed before anything is printed.
 void print_library_info(const storage::Library& lib, const std::string& db,
                         const std::vector<storage::TraceEntry>& traces, bool detail, bool json);
 

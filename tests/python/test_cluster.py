@@ -460,6 +460,15 @@ def test_import_run_stores_the_summary(exe, client, steps, tmp_path):
     rows, runs = stored_steps(db)
     assert runs == [(1, out, "run", 5, 4, 8, 0)]
     assert [row for _, _, _, row in rows] == [expected_row(line) for line in summary["lines"]]
+    # `routepack info` lists the imported run, one line, and in its JSON.
+    shapes = [json.loads(open(t).read()) for t in topologies]
+    chains = ", ".join(f"{n} (EP{t['ep_ranks']}/DP{t['dp_slots']})" for n, t in zip(("wide", "two-shards"), shapes))
+    r = run_cli(exe, "info", "--db", db)
+    assert r.stdout.splitlines()[-1] == \
+        f"cluster run 1 'run': 4 steps x 2 chains: {chains}; 8 planned, 0 failed; from {out}"
+    listed = json.loads(run_cli(exe, "info", "--db", db, "--json").stdout)["cluster_runs"]
+    assert [(c["id"], c["steps"], [ch["name"] for ch in c["chains"]], c["planned"]) for c in listed] == \
+        [(1, 4, ["wide", "two-shards"], 8)]
     # A bad field: refused with the file and the field, the library unchanged.
     doc = json.loads(open(os.path.join(out, "summary.json")).read())
     doc["lines"][5]["samples"] = 0

@@ -429,3 +429,6 @@ def test_profiler_trace_and_measured_file_import_into_the_library(tmp_path):
     assert (r.returncode, r.stderr) == \
         (2, "routepack: error: --method needs --plan (see routepack import-measured --help)\n")
     assert len(stored_documents(db)) == 2
+    r = run_cli("info", "--db", db)
+    assert r.stdout.splitlines()[-2:] == ["measured step 1 of syn/w (profiler): 1 plan, 0 linked to saved runs",
+                                          "measured step 2 of syn/w (measured): 1 plan, 0 linked to saved runs"]
