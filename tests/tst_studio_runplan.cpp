@@ -30,6 +30,7 @@
 #include "views/plan/row_heatmap_panel.h"
 #include "views/run/run_series.h"
 #include "views/run/run_view.h"
+#include "views/studio_app.h"
 #include "views/studio_window.h"
 #include "views/widgets/item_actions.h"
 
@@ -540,6 +541,21 @@ private Q_SLOTS:
         const nlohmann::json sw = writeClusterOut(copyLibrary("cluster-sweep.routepack"), out);
         QCOMPARE(sw.size(), std::size_t(5));
         QVERIFY(!cli({QStringLiteral("import-run"), q(out), QStringLiteral("--db"), q(file)}).empty());
+        // Headless: the Run view of the cluster run as CSV and PNG; an unknown one is named.
+        HeadlessOutput shots;
+        QString err;
+        QVERIFY2(runHeadlessClusterRun(q(tmp_ / "cluster-shots"), q(file), 1, &shots, &err), qPrintable(err));
+        QCOMPARE(shots.run, qint64(1));
+        QCOMPARE(shots.files, (QStringList{QStringLiteral("run.csv"), QStringLiteral("run-costs.png"),
+                                           QStringLiteral("run-gains.png"), QStringLiteral("run-churn.png"),
+                                           QStringLiteral("run-apply.png")}));
+        for (const QString& f : shots.files.mid(1)) {
+            const QImage img(q(tmp_ / "cluster-shots") + QLatin1Char('/') + f);
+            QVERIFY2(img.width() > 400 && img.height() > 200, qPrintable(f));
+        }
+        QVERIFY(!runHeadlessClusterRun(q(tmp_ / "cluster-shots-9"), q(file), 9, &shots, &err));
+        QCOMPARE(err, QStringLiteral("no cluster run 9 in ") + q(file));
+        QVERIFY(!fs::exists(tmp_ / "cluster-shots-9"));
 
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
@@ -568,6 +584,7 @@ private Q_SLOTS:
             QCOMPARE(ui::computeSet(rv)->at(static_cast<int>(i)), l["compute_seconds"].get<double>());
             QCOMPARE(ui::materializationSet(rv)->at(static_cast<int>(i)), l["materialization_seconds"].get<double>());
         }
+        QCOMPARE(test::read_file(tmp_ / "cluster-shots" / "run.csv"), rv->tableCsv());
         QVERIFY2(rv->headingText().contains(QStringLiteral("<b>Cluster run 1</b> (syn-run, ")),
                  qPrintable(rv->headingText()));
         QVERIFY2(rv->headingText().contains(QStringLiteral("1 failed step(s): step-002 (read)")),
@@ -623,6 +640,21 @@ private Q_SLOTS:
         fs::remove(file);
         storage::Library::open(file); // an empty library
         QVERIFY(!cli({QStringLiteral("import-run"), q(out), QStringLiteral("--db"), q(file)}).empty());
+        // Headless: the Run view of the cluster run as CSV and PNG; an unknown one is named.
+        HeadlessOutput shots;
+        QString err;
+        QVERIFY2(runHeadlessClusterRun(q(tmp_ / "cluster-shots"), q(file), 1, &shots, &err), qPrintable(err));
+        QCOMPARE(shots.run, qint64(1));
+        QCOMPARE(shots.files, (QStringList{QStringLiteral("run.csv"), QStringLiteral("run-costs.png"),
+                                           QStringLiteral("run-gains.png"), QStringLiteral("run-churn.png"),
+                                           QStringLiteral("run-apply.png")}));
+        for (const QString& f : shots.files.mid(1)) {
+            const QImage img(q(tmp_ / "cluster-shots") + QLatin1Char('/') + f);
+            QVERIFY2(img.width() > 400 && img.height() > 200, qPrintable(f));
+        }
+        QVERIFY(!runHeadlessClusterRun(q(tmp_ / "cluster-shots-9"), q(file), 9, &shots, &err));
+        QCOMPARE(err, QStringLiteral("no cluster run 9 in ") + q(file));
+        QVERIFY(!fs::exists(tmp_ / "cluster-shots-9"));
 
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);

@@ -7,11 +7,13 @@
 #include "views/dialogs/exports.h"
 #include "views/plan/measured_data.h"
 #include "views/plan/plan_views.h"
+#include "views/run/run_view.h"
 #include "views/studio_window.h"
 #include "views/widgets/gui_text.h"
 
 #include <QApplication>
 #include <QDir>
+#include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
 
@@ -85,6 +87,46 @@ bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutp
         plan->timings = run.timings;
         plan->cancelled = run.status == "cancelled";
         renderPlanViews(plan, window, abs, &out.files, run_measured_choices(*lib, run.trace, run.window, id));
+        if (output) *output = out;
+        return true;
+    } catch (const std::exception& e) {
+        if (error) *error = guiErrorText(e);
+        return false;
+    }
+}
+
+bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64 clusterRun, HeadlessOutput* output,
+                           QString* error) {
+    try {
+        const QString abs = QDir(folder).absolutePath();
+        (void)storage::Library::open(library.toStdString(), storage::OpenMode::ReadOnly)->cluster_run(clusterRun);
+        if (!QDir().mkpath(abs)) throw InputError(abs.toStdString() + ": cannot create the folder");
+        RunView view;
+        view.resize(1400, 900);
+        view.show();
+        QEventLoop wait;
+        QObject::connect(&view, &RunView::updated, &wait, &QEventLoop::quit);
+        view.setClusterSource(library, clusterRun);
+        if (view.isLoading()) wait.exec();
+        if (view.isEmptyState()) throw InputError(view.emptyText().toStdString());
+        HeadlessOutput out;
+        out.folder = abs;
+        out.run = clusterRun;
+        QString why;
+        std::string csv = view.tableCsv();
+        csv.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
+        if (!writeTextFile(QDir(abs).filePath(QStringLiteral("run.csv")), csv, &why))
+            throw std::runtime_error(why.toStdString());
+        out.files << QStringLiteral("run.csv");
+        QApplication::processEvents(); // lay the charts out once before grabbing them
+        for (const QString& name : RunView::chartNames()) {
+            if (name == QStringLiteral("run-frontier") ||
+                (name == QStringLiteral("run-apply") && !has_migration_costs(*view.currentSeries())))
+                continue; // a frontier is computed on request; apply needs a migration cost model
+            if (!view.exportChart(name, QDir(abs).filePath(name + QStringLiteral(".png")), &why))
+                throw std::runtime_error(why.toStdString());
+            out.files << name + QStringLiteral(".png");
+        }
         if (output) *output = out;
         return true;
     } catch (const std::exception& e) {
@@ -207,6 +249,7 @@ struct StudioArgs {
     QString library;
     HeadlessRun run;       ///< --db, --run, --trace, --window
     bool runAsked = false; ///< one of them was given
+    qint64 clusterRun = 0; ///< --cluster-run
 };
 
 /// Reads the command line into `args`; returns -1 to go on, else the exit status (help printed, or
@@ -216,15 +259,16 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
         std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(text));
         return status;
     };
-    QString runText;
+    QString runText, clusterText;
     for (int i = 1; i < argc; ++i) {
         const QString a = QString::fromLocal8Bit(argv[i]);
         // The options that name a saved run take one value each.
-        QString* value = a == QStringLiteral("--db")       ? &args.run.library
-                         : a == QStringLiteral("--run")    ? &runText
-                         : a == QStringLiteral("--trace")  ? &args.run.trace
-                         : a == QStringLiteral("--window") ? &args.run.window
-                                                           : nullptr;
+        QString* value = a == QStringLiteral("--db")            ? &args.run.library
+                         : a == QStringLiteral("--run")         ? &runText
+                         : a == QStringLiteral("--trace")       ? &args.run.trace
+                         : a == QStringLiteral("--window")      ? &args.run.window
+                         : a == QStringLiteral("--cluster-run") ? &clusterText
+                                                                : nullptr;
         if (value) {
             if (i + 1 >= argc) return fail(QStringLiteral("%1 needs a value").arg(a), 2);
             *value = QString::fromLocal8Bit(argv[++i]);
@@ -243,11 +287,13 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
             std::printf("usage: routepack-studio [LIBRARY]\n"
                         "       routepack-studio --headless [--headless-out DIR]\n"
                         "       routepack-studio --headless-out DIR --db LIBRARY (--run N | --trace T --window W)\n"
+                        "       routepack-studio --headless-out DIR --db LIBRARY --cluster-run N\n"
                         "Opens LIBRARY (else the last library, else the embedded demo library). Without a display,\n"
                         "with --headless, or with --headless-out DIR, runs the demo pipeline without a window and\n"
                         "writes plan.json, comparison.csv and PNG renderings of the plan views and the comparison\n"
                         "chart to DIR (default ./routepack-demo). With --db, renders saved run N of LIBRARY (or the\n"
-                        "latest run of window W of trace T) instead: its plan.json and a PNG of every plan view.\n");
+                        "latest run of window W of trace T) instead: its plan.json and a PNG of every plan view;\n"
+                        "with --cluster-run N, imported cluster run N: run.csv and a PNG of each Run view chart.\n");
             return 0;
         } else if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QStringLiteral("-platform")) &&
                    a != QStringLiteral("-style")) {
@@ -261,6 +307,19 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
         return fail(
             QStringLiteral("--db, --run, --trace and --window render a saved run: they need --headless-out DIR"), 2);
     if (args.run.library.isEmpty()) return fail(QStringLiteral("--run, --trace and --window need --db LIBRARY"), 2);
+    if (!clusterText.isEmpty()) {
+        if (!runText.isEmpty() || !args.run.trace.isEmpty() || !args.run.window.isEmpty())
+            return fail(QStringLiteral("--cluster-run renders an imported cluster run: give it without --run, --trace "
+                                       "and --window"),
+                        2);
+        bool ok = false;
+        args.clusterRun = clusterText.toLongLong(&ok);
+        if (!ok || args.clusterRun <= 0)
+            return fail(QStringLiteral("--cluster-run must be a cluster run id, a positive integer (got '%1')")
+                            .arg(clusterText),
+                        2);
+        return -1;
+    }
     const bool byWindow = !args.run.trace.isEmpty() || !args.run.window.isEmpty();
     if (runText.isEmpty() == !byWindow || (byWindow && (args.run.trace.isEmpty() || args.run.window.isEmpty())))
         return fail(QStringLiteral("--db needs either --run N or both --trace T and --window W"), 2);
@@ -303,12 +362,14 @@ int runStudio(int argc, char** argv) {
     if (args.runAsked) {
         HeadlessOutput result;
         QString error;
-        if (!runHeadlessRun(out, args.run, &result, &error)) {
+        const bool cluster = args.clusterRun > 0;
+        if (!(cluster ? runHeadlessClusterRun(out, args.run.library, args.clusterRun, &result, &error)
+                      : runHeadlessRun(out, args.run, &result, &error))) {
             std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(error));
             return 1;
         }
-        std::printf("routepack-studio: run %lld written to %s\n", static_cast<long long>(result.run),
-                    qPrintable(result.folder));
+        std::printf("routepack-studio: %s %lld written to %s\n", cluster ? "cluster run" : "run",
+                    static_cast<long long>(result.run), qPrintable(result.folder));
         for (const QString& f : result.files)
             std::printf("  %s\n", qPrintable(f));
         return 0;

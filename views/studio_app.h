@@ -6,6 +6,10 @@
 //   routepack-studio --headless-out DIR --db LIBRARY (--run N | --trace T --window W)
 //                                               no window: a saved run's plan.json and its plan views
 //                                               as PNG into DIR (runHeadlessRun)
+//   routepack-studio --headless-out DIR --db LIBRARY --cluster-run N
+//                                               no window: an imported cluster run's Run view charts
+//                                               as PNG and its steps as CSV into DIR
+//                                               (runHeadlessClusterRun)
 //   routepack-studio --headless [--headless-out DIR]
 //                                               no window: the demo pipeline (synth, import, window,
 //                                               plan) into DIR (default ./routepack-demo) with
@@ -23,7 +27,7 @@ namespace routepack::views {
 struct HeadlessOutput {
     QString folder;    ///< absolute path of the output folder
     QStringList files; ///< file names inside it, in the order written
-    qint64 run = 0;    ///< the saved run rendered (runHeadlessRun)
+    qint64 run = 0;    ///< the saved run rendered (runHeadlessRun), or the cluster run (runHeadlessClusterRun)
 };
 
 /// Which saved run runHeadlessRun renders: run `run` of `library`, or (run 0) the latest run with a
@@ -42,6 +46,15 @@ struct HeadlessRun {
 /// The library is opened read-only. Needs a QApplication. False with `error` set (an unknown run,
 /// a window without runs, a failed run, a damaged plan, a write failure).
 bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutput* output, QString* error);
+
+/// Renders imported cluster run `clusterRun` of library file `library` as the Run view shows it, into
+/// `folder` (created when missing): run.csv (its steps, RunView::tableCsv: `routepack sweep`'s
+/// sweep.csv columns) and run-<chart>.png for each chart it has (costs, gains, churn; apply when its
+/// plans carry a migration cost model). The library is opened read-only. Needs a QApplication. False
+/// with `error` set: "no cluster run N in <library>", a run whose series cannot be shown (the Run
+/// view's empty-state text), a write failure.
+bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64 clusterRun, HeadlessOutput* output,
+                           QString* error);
 
 /// Runs the demo pipeline without a window (storage::build_demo: synthetic GRPO trace, library,
 /// window, plan, saved run, plan.json) into `folder`, then renders with the studio's own widgets:
