@@ -661,6 +661,36 @@ private Q_SLOTS:
         shot(browser->window(), QStringLiteral("basics-help"));
     }
 
+    void libraryChangesAppearWithoutRestart() {
+        // What another process stores (here another connection, as `routepack window` would) appears
+        // in the tree by itself, the current node kept; File > Reload library (F5) reads it at once.
+        const fs::path file = test::synth_library(tmp_ / "watched", 2, 2);
+        StudioWindow w(options_);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openLibrary(q(file)));
+        const QModelIndex all = ui::libraryModel(w)->windowIndex(QStringLiteral("syn"), QStringLiteral("all"));
+        QVERIFY(all.isValid());
+        ui::libraryView(w)->setCurrentIndex(all);
+        std::vector<std::string> ids;
+        {
+            auto other = storage::Library::open(file);
+            for (const auto& sample : other->samples("syn"))
+                ids.push_back(sample.id);
+            other->create_window("syn", "later", {ids[0], ids[1]}, "first 2");
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(
+            ui::libraryModel(w)->windowIndex(QStringLiteral("syn"), QStringLiteral("later")).isValid(), 10000);
+        QCOMPARE(ui::libraryView(w)->currentIndex(),
+                 ui::libraryModel(w)->windowIndex(QStringLiteral("syn"), QStringLiteral("all")));
+        auto* reload = w.findChild<QAction*>(QStringLiteral("reloadLibrary"));
+        QVERIFY(reload && reload->shortcut() == QKeySequence(QKeySequence::Refresh));
+        storage::Library::open(file)->create_window("syn", "now", {ids[2]}, "one");
+        reload->trigger();
+        QVERIFY(ui::libraryModel(w)->windowIndex(QStringLiteral("syn"), QStringLiteral("now")).isValid());
+        QCOMPARE(w.statusText(), QStringLiteral("Library %1 read again.").arg(q(file)));
+    }
+
     void dropsGoToTheImportDialog() {
         const fs::path file = tmp_ / "drop.routepack";
         fs::copy_file(lib_, file);

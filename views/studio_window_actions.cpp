@@ -37,6 +37,7 @@ void StudioWindow::buildActions() {
     QMenu* recent = file->addMenu(tr("Open &recent"));
     recent->setObjectName(QStringLiteral("recentMenu"));
     library_->setRecentMenu(recent);
+    file->addAction(library_->reloadAction());
     QAction* create = file->addAction(tr("&New library…"));
     create->setShortcut(QKeySequence::New);
     connect(create, &QAction::triggered, this, [this] {

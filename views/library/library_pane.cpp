@@ -5,6 +5,7 @@
 
 #include "storage/demo.h"
 #include "views/jobs/job_tracker.h"
+#include "views/library/library_watch.h"
 #include "views/widgets/gui_text.h"
 #include "views/widgets/item_actions.h"
 
@@ -99,6 +100,16 @@ LibraryPane::LibraryPane(const QString& settingsOrganization, const QString& set
     rename->setShortcutContext(Qt::WidgetShortcut);
     connect(rename, &QAction::triggered, this, &LibraryPane::renameCurrentNode);
     view_->addAction(rename);
+    watch_ = new LibraryWatch(1000, this);
+    connect(watch_, &LibraryWatch::changed, this, &LibraryPane::refresh);
+    reload_ = new QAction(tr("&Reload library"), this);
+    reload_->setObjectName(QStringLiteral("reloadLibrary"));
+    reload_->setShortcut(QKeySequence::Refresh);
+    reload_->setToolTip(tr("Read the library again (what other programs stored appears by itself within a second)"));
+    connect(reload_, &QAction::triggered, this, [this] {
+        refresh();
+        Q_EMIT status(tr("Library %1 read again.").arg(libraryPath()), false);
+    });
 }
 
 LibraryPane::~LibraryPane() {
@@ -112,6 +123,7 @@ std::unique_ptr<QSettings> LibraryPane::settings() const {
 
 void LibraryPane::setLibrary(storage::Library* lib) {
     lib_ = lib;
+    watch_->setFile(libraryPath());
 }
 
 QString LibraryPane::libraryPath() const {

@@ -24,6 +24,8 @@ class QTreeView;
 
 namespace routepack::views {
 
+class LibraryWatch;
+
 class JobTracker;
 
 /// The library tree with its filter line (object names "libraryTree", "libraryFilter"; its model
@@ -38,8 +40,12 @@ public:
     ~LibraryPane() override;
 
     /// The library the tree lists and the edits change (owned by the caller, which keeps it alive
-    /// while set; nullptr: none). Reads nothing: refresh() does.
+    /// while set; nullptr: none). Reads nothing: refresh() does. The library's file is watched
+    /// (LibraryWatch, views/library/library_watch.h): a commit by another process or connection
+    /// reads the tree again (refresh), the current node kept.
     void setLibrary(storage::Library* lib);
+    /// File > Reload library (F5): refresh() now, and says so in the status line.
+    QAction* reloadAction() const { return reload_; }
     /// The set library's file ("" when none).
     QString libraryPath() const;
     /// True when `file` is the set library's file (the same canonical path).
@@ -162,6 +168,8 @@ private:
     QTreeView* view_ = nullptr;
     QLineEdit* filter_ = nullptr;
     QMenu* recentMenu_ = nullptr;
+    LibraryWatch* watch_ = nullptr;
+    QAction* reload_ = nullptr;
     JobTracker* deletions_ = nullptr; ///< one deletion at a time, each on its own library connection
     JobTracker* demoBuild_ = nullptr; ///< building the demo library
 };
