@@ -336,6 +336,18 @@ private Q_SLOTS:
                          QString::fromStdString(planner_budgets_to_json(b)));
             }
         }
+        // Special values read as words, never raw: -1 moves is unlimited, 0 polish work none, ...
+        const std::pair<const char*, const char*> special[] = {{"max_moves", "unlimited"},
+                                                               {"polish_evaluations", "none"},
+                                                               {"polish_kick_moves", "no kicks"},
+                                                               {"placement_rounds", "keep LPT"},
+                                                               {"workers", "all cores"}};
+        for (const auto& [key, words] : special) {
+            auto* s = e.findChild<QSpinBox*>(QStringLiteral("budget:") + QLatin1String(key));
+            QVERIFY2(s, key);
+            s->setValue(s->minimum());
+            QCOMPARE(s->text(), QString::fromLatin1(words));
+        }
         // A number typed in full reads back exactly (no rounding to a fixed count of decimals).
         auto* t0 = e.findChild<QDoubleSpinBox*>(QStringLiteral("budget:t0"));
         QVERIFY(t0);

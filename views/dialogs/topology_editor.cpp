@@ -394,6 +394,11 @@ QGroupBox* TopologyEditor::buildBudgetBox() {
                 f.spin->setSpecialValueText(tr("all cores"));
                 f.spin->setToolTip(tr("Same inputs + seed + worker count give the same plan"));
             }
+            // A special value in words, as the budget table's help says it (shown at the minimum).
+            if (key == "max_moves") f.spin->setSpecialValueText(tr("unlimited"));
+            if (key == "polish_evaluations") f.spin->setSpecialValueText(tr("none"));
+            if (key == "polish_kick_moves") f.spin->setSpecialValueText(tr("no kicks"));
+            if (key == "placement_rounds") f.spin->setSpecialValueText(tr("keep LPT"));
             w = f.spin;
         }
         w->setObjectName(QStringLiteral("budget:") + QLatin1String(row->key));
