@@ -26,6 +26,7 @@
 #include "views/widgets/item_actions.h"
 #include "views/widgets/roles.h"
 #include "views/widgets/theme.h"
+#include "views/widgets/wheel_guard.h"
 
 #include <QAction>
 #include <QApplication>
@@ -38,6 +39,7 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMainWindow>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -46,6 +48,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStatusBar>
 #include <QStyle>
 #include <QSvgRenderer>
@@ -513,6 +516,52 @@ private Q_SLOTS:
         QCOMPARE(QApplication::focusWidget(), sampleFilter);
         QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
         QCOMPARE(QApplication::focusWidget(), ui::libraryFilter(w));
+        // Ctrl+E in the sample filter is the window's File > Export > what is shown (the sample table
+        // here), not the line's move to its end; Ctrl+A stays the line's.
+        sampleFilter->setFocus();
+        QString asked;
+        setSaveFileAskerForTesting([&](QWidget*, const QString& title, const QString&, const QString&, QString*) {
+            asked = title;
+            return QString();
+        });
+        QTest::keyClick(sampleFilter, Qt::Key_E, Qt::ControlModifier);
+        setSaveFileAskerForTesting({});
+        QCOMPARE(asked, QStringLiteral("Export samples"));
+        sampleFilter->setText(QStringLiteral("abc"));
+        QTest::keyClick(sampleFilter, Qt::Key_A, Qt::ControlModifier);
+        QCOMPARE(sampleFilter->selectedText(), QStringLiteral("abc"));
+    }
+
+    void windowShortcutsWinInTextFields() {
+        // A window action on Ctrl+Left, which a line edit binds on every platform (previous word, as
+        // X11 binds Ctrl+E to the end of the line): the window's action runs, the field does not move;
+        // the standard editing keys stay the field's.
+        installInputGuards();
+        QMainWindow win;
+        auto* edit = new QLineEdit(&win);
+        win.setCentralWidget(edit);
+        auto* action = new QAction(&win);
+        action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Left));
+        win.addAction(action);
+        auto* selectAll = new QAction(&win);
+        selectAll->setShortcut(QKeySequence::SelectAll);
+        win.addAction(selectAll);
+        QSignalSpy fired(action, &QAction::triggered), allFired(selectAll, &QAction::triggered);
+        win.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&win));
+        edit->setFocus();
+        edit->setText(QStringLiteral("one two"));
+        QTest::keyClick(edit, Qt::Key_Left, Qt::ControlModifier);
+        QCOMPARE(fired.count(), 1);
+        QCOMPARE(edit->cursorPosition(), 7);
+        QTest::keyClick(edit, Qt::Key_A, Qt::ControlModifier);
+        QCOMPARE(allFired.count(), 0);
+        QCOMPARE(edit->selectedText(), QStringLiteral("one two"));
+        // A disabled action leaves the key to the field.
+        action->setEnabled(false);
+        edit->setCursorPosition(7);
+        QTest::keyClick(edit, Qt::Key_Left, Qt::ControlModifier);
+        QCOMPARE(edit->cursorPosition(), 4);
     }
 
     void libraryFilter() {

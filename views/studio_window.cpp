@@ -40,7 +40,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
       planning_(new PlanningController(library_, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     setAcceptDrops(true); // a library file opens, trace files go to the import dialog
-    installWheelGuard();  // value fields take the wheel only with focus, in every form of the studio
+    installInputGuards(); // the wheel and the window's shortcuts in every field (views/widgets/wheel_guard.h)
     buildUi();
     buildActions();
     connectPanes();

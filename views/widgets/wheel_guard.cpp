@@ -1,5 +1,7 @@
 #include "views/widgets/wheel_guard.h"
 
+#include "views/widgets/shortcut_guard.h"
+
 #include <QAbstractSpinBox>
 #include <QApplication>
 #include <QComboBox>
@@ -39,6 +41,11 @@ bool wheelBlocked(const QObject* receiver) {
     if (!w || !(qobject_cast<const QAbstractSpinBox*>(w) || qobject_cast<const QComboBox*>(w))) return false;
     const QWidget* focus = QApplication::focusWidget();
     return !(focus && (focus == w || w->isAncestorOf(focus)));
+}
+
+void installInputGuards() {
+    installWheelGuard();
+    installShortcutGuard();
 }
 
 void installWheelGuard() {

@@ -14,6 +14,10 @@ namespace routepack::views {
 /// widgets created later. Does nothing without a QApplication.
 void installWheelGuard();
 
+/// installWheelGuard and installShortcutGuard (views/widgets/shortcut_guard.h): the studio's rules
+/// for the wheel and the keyboard in its fields.
+void installInputGuards();
+
 /// True when `receiver` is a value field (QAbstractSpinBox or QComboBox) that holds no keyboard
 /// focus: the wheel guard ignores wheel events sent to it.
 bool wheelBlocked(const QObject* receiver);
