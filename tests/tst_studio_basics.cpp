@@ -591,6 +591,24 @@ private Q_SLOTS:
         QCOMPARE(ui::libraryFilter(w)->text(), QString());
         QVERIFY(!tree->isRowHidden(trace.row(), {}) && !tree->isRowHidden(all.row(), trace) &&
                 !tree->isRowHidden(half.row(), trace));
+        // What the filter hides leaves the selection (Plan > Plan run plans only shown windows), and
+        // F2 does not rename the hidden current row.
+        tree->selectionModel()->select(all, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        tree->selectionModel()->select(half, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        {
+            const QSignalBlocker block(tree->selectionModel());
+            tree->selectionModel()->setCurrentIndex(all, QItemSelectionModel::NoUpdate);
+        }
+        QCOMPARE(ui::libraryPane(w)->selectedRows().size(), 2);
+        ui::libraryFilter(w)->setText(QStringLiteral("HAL"));
+        QCOMPARE(ui::libraryPane(w)->selectedRows(), QModelIndexList{half});
+        tree->setFocus();
+        QTest::keyClick(tree, Qt::Key_F2); // no question is asked: the test would hang on a dialog
+        QCOMPARE(
+            w.statusText(),
+            QStringLiteral("The selected row is hidden by the filter: clear the filter (Esc) or select a shown row."));
+        QCOMPARE(model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")).data().toString(),
+                 QStringLiteral("all"));
         // The filter stays applied when the tree is read again.
         ui::libraryFilter(w)->setText(QStringLiteral("half"));
         w.refreshLibrary();

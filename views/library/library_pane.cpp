@@ -89,7 +89,10 @@ LibraryPane::LibraryPane(const QString& settingsOrganization, const QString& set
     filter_->setClearButtonEnabled(true);
     filter_->setToolTip(tr("Keeps the rows whose name or details contain this text (any case), with their "
                            "traces and windows; Esc clears it"));
-    connect(filter_, &QLineEdit::textChanged, this, [this] { applyTreeFilter(view_, filter_->text()); });
+    connect(filter_, &QLineEdit::textChanged, this, [this] {
+        applyTreeFilter(view_, filter_->text());
+        dropHiddenSelection();
+    });
     filter_->installEventFilter(new EscClears(filter_));
     layout->addWidget(filter_);
     layout->addWidget(view_);
@@ -189,6 +192,7 @@ void LibraryPane::refresh() {
         QSignalBlocker block(view_->selectionModel());
         view_->setCurrentIndex(again);
     }
+    dropHiddenSelection();
     Q_EMIT refreshed();
 }
 
@@ -470,9 +474,26 @@ bool LibraryPane::renameRun(qint64 runId, const QString& newName) {
     return true;
 }
 
+bool LibraryPane::rowShown(const QModelIndex& index) const {
+    for (QModelIndex i = index; i.isValid(); i = i.parent())
+        if (view_->isRowHidden(i.row(), i.parent())) return false;
+    return index.isValid();
+}
+
+void LibraryPane::dropHiddenSelection() {
+    QItemSelectionModel* sel = view_->selectionModel();
+    for (const QModelIndex& i : sel->selectedRows())
+        if (!rowShown(i)) sel->select(i, QItemSelectionModel::Deselect | QItemSelectionModel::Rows);
+}
+
 void LibraryPane::renameCurrentNode() {
     const QModelIndex index = view_->currentIndex();
     if (!index.isValid() || !lib_) return;
+    if (!rowShown(index)) {
+        Q_EMIT status(tr("The selected row is hidden by the filter: clear the filter (Esc) or select a shown row."),
+                      true);
+        return;
+    }
     const int kind = index.data(KindRole).toInt();
     if (kind == LibraryTreeModel::TraceNode)
         renameTrace(index.data(TraceRole).toString());

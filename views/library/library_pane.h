@@ -110,7 +110,8 @@ public:
     /// one. Jobs keep running (nothing they read or save changes): the edit guard is not asked.
     /// True when renamed; runRenamed() follows.
     bool renameRun(qint64 runId, const QString& newName = {});
-    /// F2 in the tree: renames the current trace, window or saved run (asks for the name).
+    /// F2 in the tree: renames the current trace, window or saved run (asks for the name); a row the
+    /// filter hides is not renamed (the status line says why).
     void renameCurrentNode();
     /// The tree's context menu entries for the node at `index` (its kind's Rename… and Delete…),
     /// besides the Copy entries every table and tree has (views/widgets/item_actions.h).
@@ -153,6 +154,11 @@ Q_SIGNALS:
 private:
     std::unique_ptr<QSettings> settings() const;
     void fillRecentMenu();
+    /// Whether row `index` and every row above it are shown (not hidden by the filter).
+    bool rowShown(const QModelIndex& index) const;
+    /// Deselects the rows the filter hides, so that what acts on the selection (Plan > Plan run,
+    /// F2) never acts on a row the user cannot see; the current row stays (what it shows stays).
+    void dropHiddenSelection();
     /// True when the library may change now; else false with the reason (`what` names the change).
     bool libraryEditable(const QString& what);
     /// Runs `work` on a worker with a library connection of its own (storage::OpenMode::ReadWrite on
