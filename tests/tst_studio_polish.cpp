@@ -20,6 +20,7 @@
 #include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/import_dialog.h"
+#include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/library/length_histogram_view.h"
 #include "views/library/library_tree_model.h"
@@ -246,6 +247,28 @@ private Q_SLOTS:
         // Wide enough: nothing is elided.
         e.resize(900, 900);
         QTRY_COMPARE(e.presetDisplayText(), full);
+    }
+
+    void startUpPresetSwitchIsQuiet() {
+        // The form still holds the start-up preset (synthetic, 32 experts): a DeepSeek trace (64)
+        // switches it without a word; once a preset was picked, a switch says what it replaced.
+        SetupPane pane;
+        QSignalSpy said(&pane, &SetupPane::status);
+        storage::TraceEntry ds;
+        ds.name = "ds";
+        ds.model.name = "deepseek-v2-lite";
+        ds.model.experts = 64;
+        TopologyEditor* e = pane.findChild<TopologyEditor*>();
+        QVERIFY(e);
+        QCOMPARE(e->formSteps(), 0);
+        pane.fitToTrace(ds);
+        QCOMPARE(e->currentPreset(), QStringLiteral("deepseek-v2-lite-ep8-dp4"));
+        QCOMPARE(said.count(), 0);
+        QVERIFY(e->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        pane.fitToTrace(ds);
+        QCOMPARE(said.count(), 1);
+        QVERIFY(said.at(0).at(0).toString().startsWith(QStringLiteral(
+            "Preset switched to deepseek-v2-lite-ep8-dp4 for trace ds: topology synthetic-demo-ep8-dp4")));
     }
 
     void traceSelectionThatSwitchesPresetSaysSo() {

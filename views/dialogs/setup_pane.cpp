@@ -102,6 +102,7 @@ void SetupPane::fitToTrace(const storage::TraceEntry& trace) {
     const std::optional<std::string> pick = preset_for_model(trace.model, *topo);
     if (!pick) return;
     const QString before = editor_->topologyName(), name = QString::fromStdString(trace.name);
+    const bool chosen = editor_->formSteps() > 0; // else the start-up preset, which nobody chose
     if (pick->empty() || !editor_->selectPreset(QString::fromStdString(*pick))) {
         Q_EMIT status(tr("Topology %1 has %2 experts per layer, trace %3 (%4) has %5: set \"Experts per layer E\" "
                          "(or \"from the trace\") before planning it.")
@@ -112,6 +113,7 @@ void SetupPane::fitToTrace(const storage::TraceEntry& trace) {
                       true);
         return;
     }
+    if (!chosen) return;
     Q_EMIT status(tr("Preset switched to %1 for trace %2: topology %3 has %4 experts per layer, the trace's model %5 "
                      "has %6 (pick %3 again in Preset to go back).")
                       .arg(QString::fromStdString(*pick), name, before)

@@ -39,7 +39,8 @@ public:
     static QString keptEditsNote(qint64 runId);
     /// When the form's topology has other experts per layer than `trace`'s model (it cannot plan
     /// it), selects a shipped preset of that model (the one with the same EP ranks and DP slots when
-    /// there is one) and says so in the status line, naming both presets.
+    /// there is one) and says so in the status line, naming both presets; silently while the form
+    /// still holds the studio's start-up preset (no form step yet: nobody chose what is replaced).
     void fitToTrace(const storage::TraceEntry& trace);
 
 Q_SIGNALS:

@@ -261,6 +261,10 @@ void TopologyEditor::recordStep(const QString& text, bool mergeable) {
     undo_->push(new FormStep(this, std::move(before), std::move(now), mergeable, text));
 }
 
+int TopologyEditor::formSteps() const {
+    return undo_ ? undo_->count() : 0;
+}
+
 bool TopologyEditor::hasUnsavedEdits() const {
     return formState() != clean_;
 }

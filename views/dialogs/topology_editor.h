@@ -73,6 +73,9 @@ public:
     /// True when the form differs from its clean state: edits the user made that no run and no
     /// saved topology holds (an edit undone back to the clean state is none).
     bool hasUnsavedEdits() const;
+    /// Steps on the form's undo stack (a preset picked, a field edited, a run's setup loaded): 0
+    /// while the form holds what the studio started it with.
+    int formSteps() const;
     /// Marks the form as it is now as the clean state (no unsaved edits).
     void markClean();
     /// Fills the form with a run's setup (topology `name` = `t`, budgets `b`) as one undo step
