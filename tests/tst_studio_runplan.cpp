@@ -640,21 +640,6 @@ private Q_SLOTS:
         fs::remove(file);
         storage::Library::open(file); // an empty library
         QVERIFY(!cli({QStringLiteral("import-run"), q(out), QStringLiteral("--db"), q(file)}).empty());
-        // Headless: the Run view of the cluster run as CSV and PNG; an unknown one is named.
-        HeadlessOutput shots;
-        QString err;
-        QVERIFY2(runHeadlessClusterRun(q(tmp_ / "cluster-shots"), q(file), 1, &shots, &err), qPrintable(err));
-        QCOMPARE(shots.run, qint64(1));
-        QCOMPARE(shots.files, (QStringList{QStringLiteral("run.csv"), QStringLiteral("run-costs.png"),
-                                           QStringLiteral("run-gains.png"), QStringLiteral("run-churn.png"),
-                                           QStringLiteral("run-apply.png")}));
-        for (const QString& f : shots.files.mid(1)) {
-            const QImage img(q(tmp_ / "cluster-shots") + QLatin1Char('/') + f);
-            QVERIFY2(img.width() > 400 && img.height() > 200, qPrintable(f));
-        }
-        QVERIFY(!runHeadlessClusterRun(q(tmp_ / "cluster-shots-9"), q(file), 9, &shots, &err));
-        QCOMPARE(err, QStringLiteral("no cluster run 9 in ") + q(file));
-        QVERIFY(!fs::exists(tmp_ / "cluster-shots-9"));
 
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
