@@ -194,11 +194,12 @@ struct MeasuredImport {
 /// What deleting a trace, a window or a saved run removes from the library (counted inside the
 /// same transaction as the delete, or by the *_removal preview functions).
 struct Removal {
-    std::size_t traces = 0;  ///< 1 for delete_trace, else 0
-    std::size_t windows = 0; ///< windows with their sample lists
-    std::size_t runs = 0;    ///< saved runs (finished, cancelled or failed) with their results and history
-    std::size_t plans = 0;   ///< stored plans (plan JSON) of those runs
-    std::size_t samples = 0; ///< samples with their counts and routes (delete_trace only)
+    std::size_t traces = 0;   ///< 1 for delete_trace, else 0
+    std::size_t windows = 0;  ///< windows with their sample lists
+    std::size_t runs = 0;     ///< saved runs (finished, cancelled or failed) with their results and history
+    std::size_t plans = 0;    ///< stored plans (plan JSON) of those runs
+    std::size_t samples = 0;  ///< samples with their counts and routes (delete_trace only)
+    std::size_t measured = 0; ///< measured steps stored beside the windows (schema 6 on)
 };
 
 /// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).

@@ -49,8 +49,13 @@ std::size_t count(sqlite3* db, const std::filesystem::path& file, const char* sq
     return st.step() ? static_cast<std::size_t>(st.int64(0)) : 0;
 }
 
-Removal count_trace(sqlite3* db, const std::filesystem::path& file, std::int64_t trace) {
+Removal count_trace(sqlite3* db, const std::filesystem::path& file, std::int64_t trace, bool measured) {
     Removal r;
+    if (measured) // schema 6 on
+        r.measured = count(db, file,
+                           "SELECT COUNT(*) FROM measured_steps m JOIN windows w ON w.id = m.window_id "
+                           "WHERE w.trace_id = ?1",
+                           trace);
     r.traces = 1;
     r.windows = count(db, file, "SELECT COUNT(*) FROM windows WHERE trace_id = ?1", trace);
     r.runs = count(db, file, "SELECT COUNT(*) FROM runs r JOIN windows w ON w.id = r.window_id WHERE w.trace_id = ?1",
@@ -61,8 +66,9 @@ Removal count_trace(sqlite3* db, const std::filesystem::path& file, std::int64_t
     return r;
 }
 
-Removal count_window(sqlite3* db, const std::filesystem::path& file, std::int64_t window) {
+Removal count_window(sqlite3* db, const std::filesystem::path& file, std::int64_t window, bool measured) {
     Removal r;
+    if (measured) r.measured = count(db, file, "SELECT COUNT(*) FROM measured_steps WHERE window_id = ?1", window);
     r.windows = 1;
     r.runs = count(db, file, "SELECT COUNT(*) FROM runs WHERE window_id = ?1", window);
     r.plans = count(db, file, "SELECT COUNT(*) FROM plans WHERE window_id = ?1", window);
@@ -148,11 +154,11 @@ void rename_in_plans(sqlite3* db, const std::filesystem::path& file, const char*
 } // namespace
 
 Removal Library::trace_removal(const std::string& trace) const {
-    return count_trace(db_, path_, trace_id(db_, path_, trace));
+    return count_trace(db_, path_, trace_id(db_, path_, trace), schema_version() >= 6);
 }
 
 Removal Library::window_removal(const std::string& trace, const std::string& window) const {
-    return count_window(db_, path_, window_id(db_, path_, trace, window));
+    return count_window(db_, path_, window_id(db_, path_, trace, window), schema_version() >= 6);
 }
 
 Removal Library::run_removal(std::int64_t run_id) const {
@@ -164,7 +170,7 @@ Removal Library::delete_trace(const std::string& trace) {
     if (read_only_) throw LibraryReadOnly(path_);
     Transaction tx(db_, path_);
     const std::int64_t id = trace_id(db_, path_, trace);
-    const Removal r = count_trace(db_, path_, id);
+    const Removal r = count_trace(db_, path_, id, schema_version() >= 6);
     Statement del(db_, path_, "DELETE FROM traces WHERE id = ?1");
     del.bind(1, id);
     del.run();
@@ -177,7 +183,7 @@ Removal Library::delete_window(const std::string& trace, const std::string& wind
     if (read_only_) throw LibraryReadOnly(path_);
     Transaction tx(db_, path_);
     const std::int64_t id = window_id(db_, path_, trace, window);
-    const Removal r = count_window(db_, path_, id);
+    const Removal r = count_window(db_, path_, id, schema_version() >= 6);
     Statement del(db_, path_, "DELETE FROM windows WHERE id = ?1");
     del.bind(1, id);
     del.run();

@@ -63,7 +63,7 @@ PlanResult plan_of(const Library& lib, const std::string& window, std::uint64_t 
 
 bool same(const Removal& a, const Removal& b) {
     return a.traces == b.traces && a.windows == b.windows && a.runs == b.runs && a.plans == b.plans &&
-           a.samples == b.samples;
+           a.samples == b.samples && a.measured == b.measured;
 }
 
 QString removal_text(const Removal& r) {

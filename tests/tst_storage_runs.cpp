@@ -650,7 +650,9 @@ private Q_SLOTS:
         const MeasuredStepEntry unlinked = lib->measured_entry(first.step.id);
         QCOMPARE(unlinked.plans[0].run_id, std::int64_t(0));
         QCOMPARE(unlinked.plans[0].method, std::string());
-        lib->delete_window("syn", "w");
+        QCOMPARE(lib->trace_removal("syn").measured, std::size_t(1));
+        QCOMPARE(lib->window_removal("syn", "w").measured, std::size_t(1));
+        QCOMPARE(lib->delete_window("syn", "w").measured, std::size_t(1));
         QVERIFY(lib->measured_steps().empty());
         QCOMPARE(error_of<InputError>([&] { lib->measured_step(first.step.id); }),
                  "no measured step " + std::to_string(first.step.id) + " in " + db.string());

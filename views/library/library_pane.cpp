@@ -60,6 +60,7 @@ QString removalText(const storage::Removal& r) {
     if (r.windows > 0) parts << count(r.windows, QObject::tr("1 window"), QObject::tr("%1 windows"));
     if (r.runs > 0) parts << count(r.runs, QObject::tr("1 saved run"), QObject::tr("%1 saved runs"));
     if (r.samples > 0) parts << count(r.samples, QObject::tr("1 sample"), QObject::tr("%1 samples"));
+    if (r.measured > 0) parts << count(r.measured, QObject::tr("1 measured step"), QObject::tr("%1 measured steps"));
     return parts.isEmpty() ? QObject::tr("nothing else") : parts.join(QStringLiteral(", "));
 }
 
