@@ -445,17 +445,18 @@ public:
     /// fingerprint: "<file>: window.fingerprint is X, the window's is Y: a measurement of another
     /// window"); every other check of parse_measured applies. Each plan is linked to the saved run
     /// and method whose layout it measured, when one is found among the window's runs on the same
-    /// topology (layout_pieces of each of the run's four methods against the plan's pieces:
-    /// same_pieces). The text is stored as it is, in one transaction; the same text for the same
-    /// window again changes nothing (MeasuredImport::unchanged). InputError "<file>: window
+    /// topology (layout_pieces of each method the run holds, the paper's four and the communication
+    /// ones, against the plan's pieces: same_pieces). The text is stored as it is, in one transaction; the same text
+    /// for the same window again changes nothing (MeasuredImport::unchanged). InputError "<file>: window
     /// '<trace>/<window>' is not in <library>" when the library lacks it; LibraryReadOnly.
     MeasuredImport import_measured(const std::string& text, const std::filesystem::path& file);
     /// Stores the step that torch.profiler Chrome traces recorded (docs/measure.md "Profiler
     /// ranges"): `plan_text` is a plan file's text (`plan_file` its path) whose window is in the
     /// library (restore_plan against it: "<plan>: the saved plan does not match its window (...)"),
-    /// `method` the method whose layout ran ("baseline", "reorder", "karmarkar_karp" or
-    /// "routepack"; InputError "unknown method 'x' ..." otherwise). The pieces are layout_pieces of
-    /// that layout on the plan's topology, their seconds fill_from_profiler's (its errors) from the
+    /// `method` the method whose layout ran (a method key: "baseline", "reorder", "karmarkar_karp",
+    /// "routepack", "grouter", "routepack+comm"; InputError "unknown method 'x' (...)" otherwise,
+    /// "<plan>: the plan has no grouter layout" for a communication method the plan lacks). The pieces are
+    /// layout_pieces of that layout on the plan's topology, their seconds fill_from_profiler's (its errors) from the
     /// step ranges of plan `step` ("" = `method`), the measured plan named so; the step is stored as a measured file
     /// with shapes null and timing {clock "torch.profiler host ranges" or "torch.profiler device ranges", statistic
     /// "median", repeats, warmup 0}, then as import_measured stores one (source "profiler", files: the plan, then the

@@ -231,11 +231,12 @@ std::vector<MeasuredStepEntry> Library::measured_steps(const std::string& trace,
 }
 
 MeasuredStep Library::measured_step(std::int64_t id) const {
-    const MeasuredStepEntry e = measured_entry(id);
-    Statement st(db_, path_, "SELECT document FROM measured_steps WHERE id = ?1");
-    st.bind(1, id);
-    st.step();
-    return parse_measured(st.text(0), path_.string() + ": measured step " + std::to_string(id));
+    if (schema_version() >= 6) {
+        Statement st(db_, path_, "SELECT document FROM measured_steps WHERE id = ?1");
+        st.bind(1, id);
+        if (st.step()) return parse_measured(st.text(0), path_.string() + ": measured step " + std::to_string(id));
+    }
+    throw InputError("no measured step " + std::to_string(id) + " in " + path_.string());
 }
 
 } // namespace routepack::storage
