@@ -340,7 +340,11 @@ PlanResult run_planner(const PlanCmd& c) {
     check_batch_window(in.topology, static_cast<std::int64_t>(in.window.size()),
                        rules_from_flags ? std::string() : topology_origin(c.topology));
     in.budgets = budgets;
-    if (!c.previous.empty()) in.previous = read_previous_placement(c.previous, in.window.model, in.topology.ep_ranks);
+    if (!c.previous.empty()) {
+        PreviousStep prev = read_previous_step(c.previous, in.window.model, in.topology.ep_ranks);
+        in.previous = std::move(prev.placement);
+        in.history = std::move(prev.history);
+    }
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
     return plan_window(

@@ -302,8 +302,11 @@ int run_sweep(const SweepCmd& c) {
         inputs[k].topology = topology;
         inputs[k].budgets = budgets;
     }
-    if (!c.plan.previous.empty())
-        inputs.front().previous = read_previous_placement(c.plan.previous, trace.model, topology.ep_ranks);
+    if (!c.plan.previous.empty()) {
+        PreviousStep prev = read_previous_step(c.plan.previous, trace.model, topology.ep_ranks);
+        inputs.front().previous = std::move(prev.placement);
+        inputs.front().history = std::move(prev.history);
+    }
     std::atomic<bool>& cancel = sigint_flag();
     std::vector<SweepRow> rows(names.size());
     std::atomic<std::size_t> done{0};
@@ -334,10 +337,12 @@ int run_sweep(const SweepCmd& c) {
     std::vector<std::vector<FrontierPoint>> frontier;
     if (c.frontier) {
         // Each step from the placement the chain gave it: the first from --previous or the identity.
-        for (std::size_t k = 0; k < names.size(); ++k)
+        for (std::size_t k = 0; k < names.size(); ++k) {
             inputs[k].previous = k > 0 ? rows[k - 1].plan.placement.routepack
                                        : inputs[0].previous.value_or(identity_placement(
                                              trace.model.num_moe_layers(), trace.model.experts, topology.ep_ranks));
+            if (k > 0) inputs[k].history = rows[k - 1].plan.history;
+        }
         frontier = move_frontier(inputs, budgets.workers, &cancel);
         if (cancel.load()) {
             std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";

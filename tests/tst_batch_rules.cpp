@@ -475,7 +475,7 @@ private Q_SLOTS:
         const std::string text = plan_to_json(r);
         const PlanFile f = parse_plan(text, "plan.json");
         QVERIFY(f.topology.batch == b);
-        QCOMPARE(nlohmann::json::parse(text)["version"].get<int>(), 9);
+        QCOMPARE(nlohmann::json::parse(text)["version"].get<int>(), 10);
         QCOMPARE(QString::fromStdString(rescore_plan(f, in.window)), QString());
     }
 

@@ -1134,6 +1134,45 @@ private:
         QCOMPARE(chained.migration.previous_fingerprint,
                  routepack::placement_fingerprint(
                      routepack::parse_plan(read_file(tmp / "sweep-budget" / "grp-000.plan.json"), "p").placement));
+        // Run-level base placement: the sweep's window grp-001 is `plan --previous <grp-000's plan>
+        // --history-decay 0.5` (the history travels in the plan file), and its history holds two steps.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--max-moves"), QStringLiteral("6"), QStringLiteral("--history-decay"),
+                 QStringLiteral("0.5"), QStringLiteral("--out"), q(tmp / "sweep-history"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("plan"),
+                 QStringLiteral("--db"),
+                 db,
+                 QStringLiteral("--trace"),
+                 QStringLiteral("syn"),
+                 QStringLiteral("--window"),
+                 QStringLiteral("grp-001"),
+                 QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"),
+                 QStringLiteral("--seed"),
+                 QStringLiteral("3"),
+                 QStringLiteral("--max-moves"),
+                 QStringLiteral("6"),
+                 QStringLiteral("--history-decay"),
+                 QStringLiteral("0.5"),
+                 QStringLiteral("--previous"),
+                 q(tmp / "sweep-history" / "grp-000.plan.json"),
+                 QStringLiteral("--quiet"),
+                 QStringLiteral("--out"),
+                 q(tmp / "grp-001-history.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const routepack::PlanFile h_step = routepack::parse_plan(read_file(tmp / "grp-001-history.json"), "h");
+        const routepack::PlanFile h_swept =
+            routepack::parse_plan(read_file(tmp / "sweep-history" / "grp-001.plan.json"), "s");
+        QCOMPARE(h_step.placement, h_swept.placement);
+        QCOMPARE(h_step.layout, h_swept.layout);
+        QVERIFY(h_step.history.has_value() && h_swept.history.has_value());
+        QCOMPARE(h_swept.history->steps, std::int64_t{2});
+        QCOMPARE(h_step.history->loads, h_swept.history->loads);
+        QCOMPARE(h_swept.history->weight, 1.5);
+        QVERIFY(h_swept.migration.moves <= 6);
     }
 
     /// idsWindowAndGroups: sweep on a two-node topology adds the communication-aware methods.

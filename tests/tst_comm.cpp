@@ -817,7 +817,7 @@ private Q_SLOTS:
             QCOMPARE(test::plan_file_difference(plan_file_of(nr), fn), std::string());
             QCOMPARE(plan_file_to_json(fn), bare_text);
         }
-        QCOMPARE(f.version, 9);
+        QCOMPARE(f.version, 10);
         QCOMPARE(f.comm.nodes, 2);
         QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
         QCOMPARE(f.comm.comm_layout, r.comm.routepack_comm->layout);

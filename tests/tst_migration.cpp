@@ -112,6 +112,10 @@ private Q_SLOTS:
     void boundOverEveryPlacement();
     void anyPlacementBoundEqualsAFullScan();
     void frontierIsBestOfSmallerBudgets();
+    void historyFoldsDecayedLoads();
+    void historyChoosesTheMoves();
+    void historyChainEqualsStepByStep();
+    void historyInThePlanFile();
 };
 
 void TestMigration::handCaseRightMoves() {
@@ -608,6 +612,144 @@ void TestMigration::frontierIsBestOfSmallerBudgets() {
     } catch (const InputError& e) {
         QCOMPARE(std::string(e.what()), std::string("frontier: window 'w31' has no previous placement"));
     }
+}
+
+void TestMigration::historyFoldsDecayedLoads() {
+    // One layer of two experts, decay 0.5: H_0 = (4, 2), W_0 = 1; H_1 = 0.5 H_0 + (0, 6) = (2, 7),
+    // W_1 = 1.5, the mean step (1.33, 4.67) rounds to (1, 5); H_2 = 0.5 H_1 + (3, 3) = (4, 6.5),
+    // W_2 = 1.75, mean (2.29, 3.71) -> (2, 4).
+    const std::vector<std::uint64_t> g0{4, 2}, g1{0, 6}, g2{3, 3};
+    const RunHistory h0 = fold_history(nullptr, g0, 1, 2, 0.5);
+    QCOMPARE(h0.steps, std::int64_t{1});
+    QCOMPARE(h0.weight, 1.0);
+    QCOMPARE(h0.loads, (std::vector<double>{4, 2}));
+    const RunHistory h1 = fold_history(&h0, g1, 1, 2, 0.5);
+    QCOMPARE(h1.steps, std::int64_t{2});
+    QCOMPARE(h1.weight, 1.5);
+    QCOMPARE(h1.loads, (std::vector<double>{2, 7}));
+    QCOMPARE(history_mean_loads(h1), (std::vector<std::uint64_t>{1, 5}));
+    const RunHistory h2 = fold_history(&h1, g2, 1, 2, 0.5);
+    QCOMPARE(h2.weight, 1.75);
+    QCOMPARE(h2.loads, (std::vector<double>{4, 6.5}));
+    QCOMPARE(history_mean_loads(h2), (std::vector<std::uint64_t>{2, 4}));
+    // Decay 0 forgets the run (the step's own loads); decay 1 weighs every step alike (the plain mean).
+    QCOMPARE(history_mean_loads(fold_history(&h1, g2, 1, 2, 0.0)), g2);
+    const RunHistory all = fold_history(&h1, g2, 1, 2, 1.0);
+    QCOMPARE(all.weight, 2.5);
+    QCOMPARE(all.loads, (std::vector<double>{5, 10}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fold_history(&h1, g2, 1, 2, 1.5));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fold_history(&h1, std::vector<std::uint64_t>{1, 2, 3}, 1, 3, 0.5));
+}
+
+void TestMigration::historyChoosesTheMoves() {
+    // A second step with history: the moves are measured on the run's mean step loads (peak_sum_previous
+    // is their busiest-rank sum at the previous placement), toward their LPT placement (migration.base).
+    PlanInput first = synth_input(4, 41), second = synth_input(4, 42);
+    first.budgets.history_decay = second.budgets.history_decay = 0.75;
+    first.budgets.max_moves = second.budgets.max_moves = 16;
+    first.previous = identity_placement(first.window.model.num_moe_layers(), first.window.model.experts, 8);
+    const PlanResult r0 = plan_window(first);
+    QVERIFY(r0.history.has_value());
+    QVERIFY(!r0.migration.base.has_value()); // a first step has no run before it
+    second.previous = r0.placement.routepack;
+    second.history = r0.history;
+    const PlanResult r1 = plan_window(second);
+    QVERIFY(r1.history.has_value());
+    QCOMPARE(r1.history->steps, std::int64_t{2});
+    QCOMPARE(r1.history->weight, 1.75);
+    const int L = second.window.model.num_moe_layers(), E = second.window.model.experts;
+    const std::vector<std::uint64_t> g0 = aggregate_expert_loads(first.window.counts, first.window.size(), L, E),
+                                     g1 = aggregate_expert_loads(second.window.counts, second.window.size(), L, E);
+    for (std::size_t i = 0; i < g0.size(); ++i)
+        QCOMPARE(r1.history->loads[i], 0.75 * static_cast<double>(g0[i]) + static_cast<double>(g1[i]));
+    const std::vector<std::uint64_t> mean = history_mean_loads(*r1.history);
+    QVERIFY(mean != g1);
+    QVERIFY(r1.migration.base.has_value());
+    QCOMPARE(*r1.migration.base, lpt_placement(mean, L, E, 8));
+    auto peak_sum = [&](const std::vector<std::uint64_t>& loads, const Placement& pi) {
+        const std::vector<std::uint64_t> g = rank_loads(loads, pi);
+        std::int64_t sum = 0;
+        for (int l = 0; l < L; ++l)
+            sum += static_cast<std::int64_t>(*std::max_element(g.begin() + l * 8, g.begin() + (l + 1) * 8));
+        return sum;
+    };
+    QCOMPARE(r1.migration.peak_sum_previous, peak_sum(mean, r0.placement.routepack));
+    QVERIFY(peak_sum(mean, r0.placement.routepack) != peak_sum(g1, r0.placement.routepack));
+    QVERIFY(r1.migration.figures.moved <= 16);
+    // Without history the same step measures its own loads.
+    second.budgets.history_decay = 0;
+    const PlanResult step = plan_window(second);
+    QVERIFY(!step.history.has_value());
+    QCOMPARE(step.migration.peak_sum_previous, peak_sum(g1, r0.placement.routepack));
+}
+
+void TestMigration::historyChainEqualsStepByStep() {
+    std::vector<PlanInput> steps = {synth_input(4, 51), synth_input(4, 52), synth_input(4, 53)};
+    for (auto& s : steps) {
+        s.budgets.max_moves = 20;
+        s.budgets.history_decay = 0.5;
+    }
+    const auto chain = plan_chain(steps, 2);
+    Placement prev = identity_placement(steps[0].window.model.num_moe_layers(), steps[0].window.model.experts, 8);
+    std::optional<RunHistory> history;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+        QVERIFY2(chain[k].error.empty(), chain[k].error.c_str());
+        PlanInput one = steps[k];
+        one.previous = prev;
+        one.history = history;
+        const PlanResult r = plan_window(one);
+        QCOMPARE(plan_json(chain[k].plan), plan_json(r));
+        QCOMPARE(r.history->steps, static_cast<std::int64_t>(k + 1));
+        prev = r.placement.routepack;
+        history = r.history;
+    }
+    QCOMPARE(history->weight, 1.75);
+    // A history of another shape is refused, naming the previous plan.
+    PlanInput bad = steps[0];
+    bad.previous = prev;
+    bad.history = history;
+    bad.history->experts = 16;
+    QCOMPARE(test::error_of<InputError>([&] { plan_window(bad); }),
+             std::string("previous plan: its history has 11 MoE layers x 16 experts, the window 11 x 32"));
+}
+
+void TestMigration::historyInThePlanFile() {
+    PlanInput in = synth_input(4, 61);
+    in.budgets.history_decay = 0.25;
+    const PlanResult r = plan_window(in);
+    const std::string text = plan_to_json(r);
+    const auto j = nlohmann::json::parse(text);
+    QCOMPARE(j["version"].get<int>(), 10);
+    QCOMPARE(j["planner"]["budgets"]["history_decay"].get<double>(), 0.25);
+    QCOMPARE(j["history"]["steps"].get<int>(), 1);
+    QCOMPARE(j["history"]["loads"].size(), std::size_t{11});
+    QCOMPARE(j["history"]["loads"][3].size(), std::size_t{32});
+    const PlanFile f = parse_plan(text, "p.json");
+    QVERIFY(f.history.has_value());
+    QCOMPARE(f.history->loads, r.history->loads);
+    QCOMPARE(plan_file_to_json(f), text); // byte for byte
+    // Decay 0 writes neither the budget nor the section.
+    in.budgets.history_decay = 0;
+    const auto plain = nlohmann::json::parse(plan_to_json(plan_window(in)));
+    QVERIFY(!plain.contains("history"));
+    QVERIFY(!plain["planner"]["budgets"].contains("history_decay"));
+    auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+        nlohmann::json bad = j;
+        edit(bad);
+        return test::error_of<InputError>([&] { parse_plan(bad.dump(), "p.json"); });
+    };
+    QCOMPARE(refused([](nlohmann::json& b) { b["history"]["weight"] = 2; }),
+             std::string("p.json: history.weight is 2, not a number in [1, 1]"));
+    QCOMPARE(refused([](nlohmann::json& b) { b["history"]["loads"].erase(0); }),
+             std::string("p.json: history.loads has 10 rows, not 11 (one per MoE layer)"));
+    QCOMPARE(refused([](nlohmann::json& b) { b["history"]["loads"][2].push_back(1); }),
+             std::string("p.json: history.loads[2] has 33 loads, not 32 (one per expert)"));
+    QCOMPARE(refused([](nlohmann::json& b) { b["history"]["loads"][1][5] = -1; }),
+             std::string("p.json: history.loads[1][5] is -1, not a number in [0, 1e+18]"));
+    QCOMPARE(refused([](nlohmann::json& b) { b["history"]["decay"] = 0.5; }),
+             std::string("p.json: history.decay is 0.5, not the plan's planner.budgets.history_decay 0.25"));
+    QCOMPARE(refused([](nlohmann::json& b) { b["planner"]["budgets"]["history_decay"] = 2; }),
+             std::string("p.json: planner.budgets: history_decay is 2, not a number in [0, 1]"));
 }
 
 QTEST_GUILESS_MAIN(TestMigration)

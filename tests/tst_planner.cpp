@@ -619,17 +619,17 @@ private Q_SLOTS:
         const auto table = budget_table();
         QVERIFY(table.size() >= 19);
         const nlohmann::json written = nlohmann::json::parse(planner_budgets_to_json(PlannerBudgets{}));
-        // Every row but those not set by default (max_moves: -1, unlimited, not written), + "seed".
+        // Every row but those not written at their default (max_moves: -1, unlimited; history_decay 0), + "seed".
         std::size_t unset = 0;
         for (const BudgetRow& row : table)
-            unset += row.unset_below_zero && routepack::budget_int(row, PlannerBudgets{}) < 0 ? 1 : 0;
-        QCOMPARE(unset, std::size_t{1});
+            unset += routepack::budget_written(row, PlannerBudgets{}) ? 0 : 1;
+        QCOMPARE(unset, std::size_t{2});
         QCOMPARE(written.size(), table.size() - unset + 1);
         std::set<std::string> keys, flags, labels;
         for (const BudgetRow& row : table) {
             const std::string key = row.key;
             QVERIFY2(keys.insert(key).second, row.key);
-            QVERIFY2(written.contains(key) || row.unset_below_zero, row.key);
+            QVERIFY2(written.contains(key) == routepack::budget_written(row, PlannerBudgets{}), row.key);
             QVERIFY2(!row.flag || flags.insert(row.flag).second, row.key);
             QVERIFY2(labels.insert(row.label).second, row.key);
             QVERIFY2(std::string(row.help).size() > 5, row.key);
@@ -1046,7 +1046,7 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 9);
+        QCOMPARE(j["version"].get<int>(), 10);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
         QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
@@ -1062,7 +1062,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 9);
+        QCOMPARE(f.version, 10);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         checkOlderPlanVersionsAndBound(in, r, j, f);
@@ -1285,14 +1285,14 @@ private:
         QCOMPARE(three.layout, f.layout);
         QCOMPARE(rescore_plan(three, in.window), std::string());
         auto v9 = j;
-        v9["version"] = 10;
+        v9["version"] = 11;
         QCOMPARE(
             QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-            QStringLiteral("p.json: plan version 10 is not supported (expected 1 to 9)"));
+            QStringLiteral("p.json: plan version 11 is not supported (expected 1 to 10)"));
         v9["version"] = 0;
         QCOMPARE(
             QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-            QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 9)"));
+            QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 10)"));
     }
 
     /// planFileRoundTrip: the placement_refinement and communication sections, and a lower bound the

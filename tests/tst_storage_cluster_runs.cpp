@@ -340,7 +340,7 @@ void add_run_setting_rows() {
         << "budgets: unknown budget 'bogus' (known: seeds_M, population, choice_width, eta, projections, "
            "pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, "
            "p_straggler, row_nodes, polish_evaluations, polish_kick_moves, "
-           "placement_rounds, max_moves, anytime)";
+           "placement_rounds, max_moves, history_decay, anytime)";
     QTest::newRow("old budget name") << "run"
                                      << "/budgets/seeds"
                                      << "\"x\""

@@ -5,6 +5,7 @@
 #include "app/python/py_window.h"
 #include "core/model/model.h"
 #include "core/model/trace.h"
+#include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/score/placement.h"
 
@@ -103,6 +104,9 @@ Placement placement_of(const pybind11::handle& obj);
 /// an integer [L, E] logical -> slot matrix. None: no previous placement. ValueError with the reader's
 /// text otherwise ("<path>: the plan is on 16 EP ranks, the topology has 8").
 std::optional<Placement> previous_of(const pybind11::object& obj, const ModelDescription& model, int P);
+/// previous_of with the run's history a plan carries (a Plan's, a plan file's or a plan dict's
+/// "history" section, read by previous_step_from_text; none for maps, Placements and arrays).
+std::optional<PreviousStep> previous_step_of(const pybind11::object& obj, const ModelDescription& model, int P);
 
 /// The Topology class (topology file rules, shipped topologies).
 void bind_topology(pybind11::module_& m);

@@ -321,18 +321,26 @@ Placement placement_of(const py::handle& obj) {
 /// an integer [L, E] logical -> slot matrix. None: no previous placement. ValueError with the reader's
 /// text otherwise ("<path>: the plan is on 16 EP ranks, the topology has 8").
 std::optional<Placement> previous_of(const py::object& obj, const ModelDescription& model, int P) {
+    std::optional<PreviousStep> step = previous_step_of(obj, model, P);
+    if (!step) return std::nullopt;
+    return std::move(step->placement);
+}
+
+std::optional<PreviousStep> previous_step_of(const py::object& obj, const ModelDescription& model, int P) {
     if (obj.is_none()) return std::nullopt;
     const int L = model.num_moe_layers(), E = model.experts;
     const py::module_ os = py::module_::import("os");
     if (py::isinstance<py::str>(obj) || py::isinstance(obj, os.attr("PathLike"))) {
         const std::string p = os.attr("fsencode")(obj).cast<std::string>(); // bytes: any file name
         py::gil_scoped_release release;
-        return read_previous_placement(p, model, P);
+        return read_previous_step(p, model, P);
     }
     if (py::isinstance<py::dict>(obj)) {
         const std::string text = py::module_::import("json").attr("dumps")(obj).cast<std::string>();
-        return previous_placement_from_text(text, "previous", model, P);
+        return previous_step_from_text(text, "previous", model, P);
     }
+    PreviousStep step;
+    if (py::isinstance<PyPlan>(obj)) step.history = obj.cast<const PyPlan&>().file.history;
     Placement pi;
     if (py::isinstance<PyPlacement>(obj) || py::isinstance<PyPlan>(obj)) {
         const bool plan = py::isinstance<PyPlan>(obj);
@@ -367,7 +375,8 @@ std::optional<Placement> previous_of(const py::object& obj, const ModelDescripti
     } catch (const std::invalid_argument& e) {
         value_error(std::string("previous placement: ") + e.what());
     }
-    return pi;
+    step.placement = std::move(pi);
+    return step;
 }
 
 namespace {

@@ -194,7 +194,10 @@ PyPlan plan_trace(Trace window, const std::string& trace_name, const std::string
                   const py::object& seed, int workers, double time_limit_s, const py::object& budgets,
                   const py::object& progress, const py::object& previous) {
     PlanInput in;
-    in.previous = previous_of(previous, window.model, topology.ep_ranks);
+    if (std::optional<PreviousStep> step = previous_step_of(previous, window.model, topology.ep_ranks)) {
+        in.previous = std::move(step->placement);
+        in.history = std::move(step->history);
+    }
     in.window = std::move(window);
     in.trace_name = trace_name;
     in.window_name = window_name;

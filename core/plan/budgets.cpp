@@ -46,7 +46,7 @@ BudgetRow real(const char* key, const char* flag, const char* label, BudgetRef (
     return r;
 }
 
-std::array<BudgetRow, 21> make_table() {
+std::array<BudgetRow, 22> make_table() {
     using K = BudgetKind;
     BudgetRow workers = row(
         "workers", "--threads", "Workers", K::Int, [](PlannerBudgets& b) -> BudgetRef { return &b.workers; }, 0, 4096,
@@ -69,6 +69,13 @@ std::array<BudgetRow, 21> make_table() {
         "with a previous placement)");
     max_moves.rule = "in 0..1000000000, or -1 (unlimited)";
     max_moves.unset_below_zero = true;
+    BudgetRow history_decay = real(
+        "history_decay", "--history-decay", "History decay",
+        [](PlannerBudgets& b) -> BudgetRef { return &b.history_decay; }, 0, 1, false, "in [0, 1]",
+        "run-level base placement: a step's moves are chosen on the run's expert loads so far, each earlier "
+        "step weighted by this factor per step back (0 = the step's own loads alone; 1 = every step alike; "
+        "the history comes from the previous plan)");
+    history_decay.omit_at_default = true;
     return {{
         workers,
         row(
@@ -138,6 +145,7 @@ std::array<BudgetRow, 21> make_table() {
             "rounds of the final pass, each followed by refining the LPT placement for the layout "
             "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)"),
         max_moves,
+        history_decay,
         time_limit,
         anytime,
     }};
@@ -146,14 +154,19 @@ std::array<BudgetRow, 21> make_table() {
 } // namespace
 
 std::span<const BudgetRow> budget_table() {
-    static const std::array<BudgetRow, 21> table = [] {
-        std::array<BudgetRow, 21> rows = make_table();
+    static const std::array<BudgetRow, 22> table = [] {
+        std::array<BudgetRow, 22> rows = make_table();
         const PlannerBudgets defaults;
         for (BudgetRow& r : rows)
             r.default_value = budget_double(r, defaults);
         return rows;
     }();
     return table;
+}
+
+bool budget_written(const BudgetRow& row, const PlannerBudgets& b) {
+    if (row.unset_below_zero && budget_int(row, b) < 0) return false;
+    return !(row.omit_at_default && budget_double(row, b) == row.default_value);
 }
 
 const BudgetRow* find_budget(const std::string& key) {
@@ -231,8 +244,7 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["seed"] = b.seed;
     PlannerBudgets copy = b;
     for (const BudgetRow& row : budget_table())
-        if (!(row.unset_below_zero && budget_int(row, b) < 0))
-            std::visit([&](const auto* p) { j[row.key] = *p; }, row.field(copy));
+        if (budget_written(row, b)) std::visit([&](const auto* p) { j[row.key] = *p; }, row.field(copy));
     return j.dump();
 }
 

@@ -76,6 +76,10 @@ struct PlannerBudgets {
     /// Moved experts (placement_moves against PlanInput::previous) summed over MoE layers at most;
     /// -1 = unlimited. Without a previous placement it is ignored (with a note).
     std::int64_t max_moves = -1;
+    /// Run-level base placement (docs/migration.md "A placement for the run"): the weight of each
+    /// earlier step of the run per step back in the loads that choose a step's moves, H_k = d x H_(k-1)
+    /// + G_k (the run's history, PlanInput::history); 0 = the step's own loads alone (the per-step plan).
+    double history_decay = 0;
     int workers = 0;        ///< worker threads (0 = all cores)
     std::uint64_t seed = 1; ///< master seed; seeding and annealing streams derive from it
 };
@@ -118,16 +122,23 @@ struct BudgetRow {
     /// A negative value means "not set" (max_moves: unlimited): written to no JSON, so plans and
     /// budget files without it read as before.
     bool unset_below_zero = false;
+    /// Written to no JSON at its default value (history_decay 0), so plans and budget files that
+    /// leave it at the default read and write as before.
+    bool omit_at_default = false;
 };
 
 /// Every budget, in the order of the budgets JSON (planner_budgets_to_json after "seed") and of the
 /// plan file's planner.budgets: workers, seeds_M, population, choice_width, eta, projections,
 /// pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, p_straggler, row_nodes,
 /// polish_evaluations, polish_kick_moves, placement_rounds, max_moves (written only when set),
-/// time_limit_s, anytime. The row for
+/// history_decay (written only when not 0), time_limit_s, anytime. The row for
 /// `workers` has hi = 4096 (what a stored file may hold); check_planner_budgets bounds it by
 /// max_planner_workers() on this machine.
 std::span<const BudgetRow> budget_table();
+
+/// Whether the budgets JSON and the plan file write the row's value for `b`: not when it is unset
+/// (unset_below_zero and negative) or at its default where the row is omit_at_default.
+bool budget_written(const BudgetRow& row, const PlannerBudgets& b);
 
 /// The row of JSON key `key`, or nullptr when no budget has that key.
 const BudgetRow* find_budget(const std::string& key);
@@ -163,8 +174,8 @@ int max_planner_workers();
 /// {"seed", then every key of budget_table() in table order: "workers", "seeds_M", "population",
 /// "choice_width", "eta", "projections", "pair_candidates", "levels", "t0", "cooling", "steps_per_level",
 /// "p_guide", "rho", "p_straggler", "row_nodes", "polish_evaluations", "polish_kick_moves",
-/// "placement_rounds", "time_limit_s", "anytime"} (compact JSON; doubles with round-trip precision). The annealing and
-/// seeding seeds/workers are derived by the planner and are not part of it.
+/// "placement_rounds", "history_decay", "time_limit_s", "anytime"} (compact JSON; doubles with round-trip precision).
+/// The annealing and seeding seeds/workers are derived by the planner and are not part of it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 
 /// The one validation of planner budgets, shared by the CLI, the studio and the planner

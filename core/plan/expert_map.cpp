@@ -434,6 +434,11 @@ Placement placement_from_plan(const PlanFile& plan, const ModelDescription& mode
 
 Placement previous_placement_from_text(const std::string& text, const std::string& origin,
                                        const ModelDescription& model, int ep_ranks) {
+    return previous_step_from_text(text, origin, model, ep_ranks).placement;
+}
+
+PreviousStep previous_step_from_text(const std::string& text, const std::string& origin, const ModelDescription& model,
+                                     int ep_ranks) {
     // One scan without building the document: its format, and the first field neither a plan nor a
     // map holds (the scan stops there, so a pad of any size is never read).
     static const std::vector<std::string_view> known = [] {
@@ -447,16 +452,23 @@ Placement previous_placement_from_text(const std::string& text, const std::strin
     if (top.unknown && !is_plan)
         throw InputError(origin + ": unknown field '" + util::printable(*top.unknown) +
                          "' (neither a plan nor an expert map holds it)");
-    if (!is_plan) return placement_from_map(parse_expert_map_text(text, origin), model, ep_ranks, origin, "the window");
+    if (!is_plan)
+        return {placement_from_map(parse_expert_map_text(text, origin), model, ep_ranks, origin, "the window"), {}};
     try {
-        return placement_from_plan(parse_plan(text, origin), model, ep_ranks, origin);
+        PlanFile plan = parse_plan(text, origin);
+        Placement pi = placement_from_plan(plan, model, ep_ranks, origin);
+        return {std::move(pi), std::move(plan.history)};
     } catch (const nlohmann::json::exception& e) {
         throw InputError(origin + ": " + util::json_error_description(e));
     }
 }
 
 Placement read_previous_placement(const std::filesystem::path& path, const ModelDescription& model, int ep_ranks) {
-    return previous_placement_from_text(read_input_file(path, input_files::kPreviousPlacement),
-                                        util::printable(path.string()), model, ep_ranks);
+    return read_previous_step(path, model, ep_ranks).placement;
+}
+
+PreviousStep read_previous_step(const std::filesystem::path& path, const ModelDescription& model, int ep_ranks) {
+    return previous_step_from_text(read_input_file(path, input_files::kPreviousPlacement),
+                                   util::printable(path.string()), model, ep_ranks);
 }
 } // namespace routepack

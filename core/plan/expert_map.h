@@ -4,8 +4,10 @@
 // placement of a model's MoE layers.
 #include "core/model/model.h"
 #include "core/plan/score/placement.h"
+#include "core/plan/search/migration.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,5 +120,20 @@ Placement previous_placement_from_text(const std::string& text, const std::strin
 /// previous_placement_from_text of the file at `path`, read by read_input_file (kind kPreviousPlacement:
 /// a FIFO, device or folder is refused unread, at most 256 MiB); errors name the path.
 Placement read_previous_placement(const std::filesystem::path& path, const ModelDescription& model, int ep_ranks);
+
+/// Where a step starts: the previous placement and, when the previous plan recorded one, the run's
+/// history (its "history" section, plan version 10; an expert map has none).
+struct PreviousStep {
+    Placement placement;
+    std::optional<RunHistory> history;
+};
+
+/// previous_placement_from_text with the plan's history: the one reader of `--previous`, whose history
+/// shape is the plan's model (checked against the window's by placement_from_plan).
+PreviousStep previous_step_from_text(const std::string& text, const std::string& origin, const ModelDescription& model,
+                                     int ep_ranks);
+
+/// previous_step_from_text of the file at `path` (read as read_previous_placement reads it).
+PreviousStep read_previous_step(const std::filesystem::path& path, const ModelDescription& model, int ep_ranks);
 
 } // namespace routepack

@@ -36,7 +36,7 @@ ojson budgets_ojson(const PlannerBudgets& b) {
     ojson out = ojson::object();
     PlannerBudgets copy = b;
     for (const BudgetRow& row : budget_table())
-        if (!row.run_setting && !(row.unset_below_zero && budget_int(row, b) < 0))
+        if (!row.run_setting && budget_written(row, b))
             std::visit([&](const auto* p) { out[row.key] = *p; }, row.field(copy));
     return out;
 }
@@ -205,6 +205,20 @@ std::string plan_migration_json(const PlanFileMigration& m) {
     return migration_ojson(m).dump();
 }
 
+namespace {
+
+/// The "history" section (version 10): the run's decayed loads, one array of E numbers per MoE layer.
+ojson history_ojson(const RunHistory& h) {
+    ojson loads = ojson::array();
+    for (int l = 0; l < h.layers; ++l) {
+        const auto first = h.loads.begin() + static_cast<std::ptrdiff_t>(l) * h.experts;
+        loads.push_back(std::vector<double>(first, first + h.experts));
+    }
+    return {{"decay", h.decay}, {"steps", h.steps}, {"weight", h.weight}, {"loads", std::move(loads)}};
+}
+
+} // namespace
+
 std::string plan_file_to_json(const PlanFile& f) {
     ojson j;
     j["format"] = "routepack-plan";
@@ -255,6 +269,7 @@ std::string plan_file_to_json(const PlanFile& f) {
     j["metrics"] = std::move(metrics);
     j["communication"] = communication_ojson(f);
     if (f.migration.present) j["migration"] = migration_ojson(f.migration);
+    if (f.history) j["history"] = history_ojson(*f.history);
     j["planner"] = planner_ojson(f);
     ojson timings;
     for (const auto& [k, v] : f.timings)
@@ -407,6 +422,7 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.placement_swaps = r.placement.swaps;
     f.placement_refinement_skipped = r.placement.refinement_skipped;
     f.migration = plan_file_migration(r);
+    f.history = r.history;
     f.search = plan_file_search(r.search);
     f.cancelled = r.cancelled;
     f.timings = r.timings;
@@ -734,6 +750,36 @@ PlanFileMigration parse_plan_migration(const JsonField& m) {
     return f;
 }
 
+/// Largest history load: 1e18 tokens (a run's decayed sum of one expert's tokens per step).
+constexpr double kMaxHistoryLoad = 1e18;
+
+/// The "history" section (version 10) of a plan of model `model` into a RunHistory; InputError naming the
+/// field: "<origin>.history.weight is 7, not a number in [1, 3]", "<origin>.history.loads has 2 rows, not
+/// 26 (one per MoE layer)".
+RunHistory parse_history(const JsonField& h, const ModelDescription& model) {
+    h.object();
+    RunHistory out;
+    out.layers = model.num_moe_layers();
+    out.experts = model.experts;
+    out.decay = h["decay"].number(0, 1);
+    out.steps = h["steps"].integer(1, std::numeric_limits<std::int64_t>::max());
+    out.weight = h["weight"].number(1, static_cast<double>(out.steps));
+    const JsonField loads = h["loads"];
+    if (loads.list() != static_cast<std::size_t>(out.layers))
+        throw InputError(loads.where() + " has " + std::to_string(loads.list()) + " rows, not " +
+                         std::to_string(out.layers) + " (one per MoE layer)");
+    out.loads.reserve(static_cast<std::size_t>(out.layers) * static_cast<std::size_t>(out.experts));
+    for (int l = 0; l < out.layers; ++l) {
+        const JsonField row = loads[static_cast<std::size_t>(l)];
+        if (row.list() != static_cast<std::size_t>(out.experts))
+            throw InputError(row.where() + " has " + std::to_string(row.list()) + " loads, not " +
+                             std::to_string(out.experts) + " (one per expert)");
+        for (int e = 0; e < out.experts; ++e)
+            out.loads.push_back(row[static_cast<std::size_t>(e)].number(0, kMaxHistoryLoad));
+    }
+    return out;
+}
+
 /// The search record of "planner" (population, proposals, accepted, polish, cancelled, convergence)
 /// into f; absent fields (older versions) keep their defaults.
 void parse_search(const JsonField& planner, PlanFile& f) {
@@ -827,7 +873,7 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
 }
 
 /// The top-level fields a plan file may hold (plan_to_json writes them; older versions a subset).
-constexpr std::array<std::string_view, 22> kPlanFields = {"format",
+constexpr std::array<std::string_view, 23> kPlanFields = {"format",
                                                           "version",
                                                           "inputs",
                                                           "model",
@@ -848,6 +894,7 @@ constexpr std::array<std::string_view, 22> kPlanFields = {"format",
                                                           "baseline_is_fixed_row_ffd",
                                                           "communication",
                                                           "migration",
+                                                          "history",
                                                           "timings"};
 
 /// InputError "<origin>: unknown field 'pad' (a plan holds format, version, ...)" for a top-level key
@@ -915,7 +962,12 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     parse_metrics_and_bound(j, f);
     if (f.version >= 5) parse_communication(j["communication"], f, index, shape);
     if (f.version >= 7 && j["migration"].given()) f.migration = parse_plan_migration(j["migration"]);
+    if (f.version >= 10 && j["history"].given()) f.history = parse_history(j["history"], f.model);
     parse_planner(j["planner"], f);
+    if (f.history && f.history->decay != f.budgets.history_decay)
+        throw InputError(j["history"]["decay"].where() + " is " + j["history"]["decay"].json().dump() +
+                         ", not the plan's planner.budgets.history_decay " +
+                         nlohmann::json(f.budgets.history_decay).dump());
     // Files from before metrics named their placement: routepack's is the refined one when refined.
     if (!j["metrics"]["routepack"]["placement"].exists() && f.placement_refined)
         f.metrics[Method::RoutePack]->placement = PlacementKind::Refined;

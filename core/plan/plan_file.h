@@ -37,9 +37,12 @@ namespace routepack {
 /// Version 9 adds the topology's optional "expert_invocation_tokens" (a fixed cost per expert
 /// invocation in tokens; the score, metrics and bound are then taken with W' = W + a K); a plan of a
 /// topology without it differs from version 8 in the version number only.
-/// parse_plan reads versions 1 to 9 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 10 adds the budget history_decay (written when not 0) and the optional "history" section
+/// (the run's decayed expert loads after this step, RunHistory: decay, steps, weight, loads [L][E]),
+/// written when history_decay > 0; a plan without it differs from version 9 in the version number only.
+/// parse_plan reads versions 1 to 10 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 9;
+constexpr int kPlanVersion = 10;
 
 /// The plan file's "migration" cost model (PlanMigration::cost): present when the expert size is known.
 struct PlanFileCostModel {
@@ -138,7 +141,7 @@ struct PlanFile {
     /// Cells k = r*D + d holding one sample longer than C (oversize Alone; version 7), ascending.
     std::vector<int> oversize_cells;
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 9; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 10; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
@@ -158,6 +161,7 @@ struct PlanFile {
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
     PlanFileMigration migration;           ///< version 8, with a previous placement
+    std::optional<RunHistory> history;     ///< version 10, with budgets.history_decay > 0
     PlanFileSearch search;                 ///< planner.population, proposals, accepted, polish, convergence
     bool cancelled = false;                ///< planner.cancelled: the plan is the best found before the stop
     std::map<std::string, double> timings; ///< seconds per planner stage and "total" (not a function of the inputs)
@@ -193,7 +197,7 @@ std::string plan_migration_json(const PlanFileMigration& m);
 /// reads back (version kPlanVersion), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
-/// Parses and checks a plan's structure alone: format/version (1 to 9), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 10), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths; C is effective_token_cap) or one oversize sample alone
 /// with oversize "alone", every count of the topology's batch rules, "oversize_cells" listing exactly
@@ -206,7 +210,9 @@ PlanFile plan_file_of(const PlanResult& r);
 /// ranges (parse_planner_budgets: "<origin>: planner.budgets: levels is -5, not an integer in
 /// 0..1000"), and (version 6) planner.placement_refinement holding exactly refined, rounds_kept,
 /// swaps and skipped, with rounds_kept <= budgets.placement_rounds and a refined placement only with
-/// placement_rounds >= 1. InputError naming `origin` and the field path, fields read by
+/// placement_rounds >= 1, and (version 10) a history of the plan's L x E loads in [0, 1e18], weight in
+/// [1, steps] and decay equal to budgets.history_decay ("<origin>: history.loads has 10 rows, not 11 (one
+/// per MoE layer)"). InputError naming `origin` and the field path, fields read by
 /// util::JsonField ("<origin>: samples[3].length is 0, not an integer in 1..4096").
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 

@@ -592,6 +592,16 @@ void check_window(const PlanInput& in) {
     }
 }
 
+/// A run history must have the window's shape: InputError "previous plan: its history has 26 MoE layers
+/// x 64 experts, the window 27 x 64".
+void check_history(const RunHistory& h, const Trace& w) {
+    const int L = w.model.num_moe_layers(), E = w.model.experts;
+    if (h.layers != L || h.experts != E || h.loads.size() != static_cast<std::size_t>(L) * static_cast<std::size_t>(E))
+        throw InputError("previous plan: its history has " + std::to_string(h.layers) + " MoE layers x " +
+                         std::to_string(h.experts) + " experts, the window " + std::to_string(L) + " x " +
+                         std::to_string(E));
+}
+
 /// A previous placement must have the window's shape: InputError "previous placement: 2 MoE layers x
 /// 64 experts on 4 EP ranks; the window has 26 x 64 on 8" otherwise, or when it is not a permutation.
 void check_previous(const Placement& prev, const Trace& w, const Topology& t) {
@@ -723,7 +733,15 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     // Unlimited moves (max_moves -1) take the same path as a budget that cannot bind (every expert of
     // every layer): the greedy moves from the previous placement, LPT offered per layer, and the
     // refinement's candidates from both, so no finite budget can reach a placement it cannot.
-    MovePlan mp = budgeted_placement(aggregate_group_loads(run.loads, L, E), rq);
+    // Run-level base placement: the moves are chosen on the run's mean step loads, toward their LPT.
+    std::vector<std::uint64_t> history_loads;
+    if (run.r.history && run.r.history->steps > 1) {
+        history_loads = history_mean_loads(*run.r.history);
+        mg.base = lpt_placement(history_loads, L, E, in.topology.ep_ranks);
+        rq.target = &*mg.base;
+    }
+    MovePlan mp =
+        budgeted_placement(aggregate_group_loads(history_loads.empty() ? run.loads : history_loads, L, E), rq);
     mg.peak_sum_previous = mp.peak_before;
     mg.peak_sum_start = mp.peak_after;
     MoveStart ms;
@@ -830,6 +848,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.migration.note = "no previous placement: the move budget and the topology's migration section are ignored "
                            "(the plan is the paper's)";
     if (in.previous) check_previous(*in.previous, w, in.topology);
+    if (in.history && in.budgets.history_decay > 0) check_history(*in.history, w);
 
     WindowRun run{in, progress, stop, r, {}, {}};
     const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
@@ -837,6 +856,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     arena.execute([&] {
         r.fingerprint = window_fingerprint(w);
         const PackingProblem p_lpt = place_and_baselines(run);
+        if (in.budgets.history_decay > 0)
+            r.history = fold_history(in.history ? &*in.history : nullptr, run.loads, w.model.num_moe_layers(),
+                                     w.model.experts, in.budgets.history_decay);
         // Cancelled or out of time (in the row count, say): the plan is `reorder` on the R* found so far.
         if (stop.cancelled()) {
             r.cancelled = true;
@@ -897,9 +919,10 @@ std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int wor
         in.budgets.workers = workers;
         out[k].started = true;
         try {
-            if (k > 0)
+            if (k > 0) {
                 in.previous = out[k - 1].plan.placement.routepack;
-            else if (!in.previous)
+                in.history = out[k - 1].plan.history;
+            } else if (!in.previous)
                 in.previous =
                     identity_placement(in.window.model.num_moe_layers(), in.window.model.experts, in.topology.ep_ranks);
             PlanProgressFn events;

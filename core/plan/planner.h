@@ -74,6 +74,10 @@ struct PlanInput {
     /// The placement the previous step ran on (a run's chain: core/plan/search/migration.h); without it every
     /// plan is the paper's. Its shape must be the window's L x E on the topology's P ranks.
     std::optional<Placement> previous;
+    /// The run's expert loads before this step (RunHistory, the previous plan's "history"); used when
+    /// budgets.history_decay > 0, which folds this window's loads in (PlanResult::history). Absent: the
+    /// run's history starts at this step. Its shape must be the window's L x E.
+    std::optional<RunHistory> history;
 };
 
 /// The placements of a plan: identity against LPT (compare_placements), and routepack's placement,
@@ -147,7 +151,11 @@ struct PlanMigration {
     double compute_seconds = 0;         ///< seconds_per_U x routepack's max_g U (costed)
     std::int64_t peak_sum_previous = 0; ///< sum_l max_p G[l][p] at previous (tokens, the window's loads)
     std::int64_t peak_sum_start = 0;    ///< the same at the placement routepack's search started from
-    std::string note;                   ///< why a budget or cost model was ignored; empty otherwise
+    /// Run-level base placement (budgets.history_decay > 0, after a first step): the LPT placement
+    /// (lpt_placement) of the run's mean step loads (history_mean_loads), offered per layer as the
+    /// moves' end point; the moves and peak_sum_* are then measured on those loads, not the window's.
+    std::optional<Placement> base;
+    std::string note; ///< why a budget or cost model was ignored; empty otherwise
 };
 
 /// Everything the plan file, the CLI comparison and the views show: the inputs, R*, the compared
@@ -171,6 +179,9 @@ struct PlanResult {
     PlanSearch search;
     PlanComm comm;
     PlanMigration migration;
+    /// With budgets.history_decay > 0: the run's history after this step (fold_history of
+    /// PlanInput::history and the window's loads), what the next step's plan starts from.
+    std::optional<RunHistory> history;
     bool cancelled = false;
     bool time_limit_hit = false;
     /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
@@ -257,8 +268,9 @@ std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInpu
                                                       const std::atomic<bool>* cancel = nullptr);
 
 /// Plans the windows of a run in order as a chain (core/plan/search/migration.h): window k starts from the
-/// final placement of window k-1 (PlanResult::placement.routepack, after every refinement); window
-/// 0 from inputs[0].previous when set, else the identity placement (the checkpoint's order). The
+/// final placement of window k-1 (PlanResult::placement.routepack, after every refinement) and its
+/// run history (PlanResult::history); window 0 from inputs[0].previous and inputs[0].history when
+/// set, else the identity placement (the checkpoint's order). The
 /// chain is sequential; each window runs plan_window with budgets.workers = `workers` (0 = all
 /// cores), so the parallelism is inside the windows. `on_done(k, plan)` is called after window k
 /// with its outcome (a run saves each step there as it ends). A

@@ -169,7 +169,7 @@ def test_command_line_writes_what_python_returns(tmp_path):
     linear = routepack.plan_window(w, routepack.Topology.from_json(
         json.dumps({k: v for k, v in json.loads(cal.to_json()).items() if k != "expert_invocation_tokens"})), seed=1)
     assert json.loads(plan.to_json())["topology"]["expert_invocation_tokens"] == cal.expert_invocation_tokens
-    assert json.loads(plan.to_json())["version"] == 9
+    assert json.loads(plan.to_json())["version"] == 10
     assert plan.metrics["routepack"]["score"][0] > linear.metrics["routepack"]["score"][0]
 
 

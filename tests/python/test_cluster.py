@@ -232,6 +232,32 @@ def test_cluster_sweep_previous_and_move_budget(exe, client, steps, tmp_path):
         assert without_timings(json.dumps(mine)) == without_timings(open(os.path.join(ref, f"step-{k}.plan.json")).read())
 
 
+def test_cluster_sweep_history_as_routepack_sweep(exe, client, steps, tmp_path):
+    """A run-level base placement (budget history_decay): each step starts from the plan before it with
+    its history, as `routepack sweep --history-decay` chains them, also when a rerun resumes the chain."""
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5, max_moves=3,
+                  budgets={"history_decay": 0.5})
+    ref = library_sweep(exe, steps, topo, str(tmp_path / "ref"), "--seed", "5", "--max-moves", "3",
+                        "--history-decay", "0.5")
+    weight = 0.0
+    for k in range(1, 6):
+        mine = open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read()
+        assert without_timings(mine) == without_timings(open(os.path.join(ref, f"step-{k}.plan.json")).read())
+        weight = 0.5 * weight + 1
+        assert json.loads(mine)["history"]["steps"] == k and json.loads(mine)["history"]["weight"] == weight
+    for k in (4, 5):
+        os.unlink(os.path.join(out, "two-shards", f"step-{k}.plan.json"))
+    planned = []
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5, max_moves=3,
+                  budgets={"history_decay": 0.5}, progress=lambda c, w, st: planned.append(w))
+    assert planned == ["step-4", "step-5"]
+    for k in (4, 5):
+        again = open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read()
+        assert without_timings(again) == without_timings(open(os.path.join(ref, f"step-{k}.plan.json")).read())
+
+
 def test_resume_plans_only_missing_steps(client, steps, tmp_path):
     """A rerun plans only the steps OUT lacks, from the placement of the last finished step; a rerun
     with other settings is refused."""

@@ -227,7 +227,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 9
+    assert j["format"] == "routepack-plan" and j["version"] == 10
     assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
@@ -307,6 +307,31 @@ def test_moves_hand_case():
         pl.moves(routepack.identity(1, 6, 3))
     with pytest.raises(ValueError, match="previous must be a routepack Placement or Plan"):
         pl.moves([0, 1])
+
+
+def test_plan_history_travels_with_the_plan(window, tmp_path):
+    """Budget history_decay: the plan records the run's decayed expert loads, and the next step's plan
+    folds its own into them whether the previous plan comes as a Plan, a plan file or its dict; a bare
+    placement carries no history (the run starts again)."""
+    lengths, counts = window
+    budgets = {"history_decay": 0.5, "max_moves": 4}
+    p0 = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=3, budgets=budgets)
+    h0 = json.loads(p0.to_json())["history"]
+    assert h0["decay"] == 0.5 and h0["steps"] == 1 and h0["weight"] == 1
+    assert h0["loads"] == counts.sum(axis=0).tolist()
+    shifted = counts[:, :, ::-1].copy()
+    p1 = routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], seed=3, budgets=budgets, previous=p0)
+    h1 = json.loads(p1.to_json())["history"]
+    assert h1["steps"] == 2 and h1["weight"] == 1.5
+    assert h1["loads"] == (0.5 * counts.sum(axis=0) + shifted.sum(axis=0)).tolist()
+    (tmp_path / "p0.json").write_text(p0.to_json())
+    for prev in (str(tmp_path / "p0.json"), json.loads(p0.to_json())):
+        again = routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], seed=3, budgets=budgets, previous=prev)
+        assert json.loads(again.to_json())["history"] == h1 and again.rows == p1.rows
+    fresh = routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], seed=3, budgets=budgets, previous=p0.placement)
+    assert json.loads(fresh.to_json())["history"]["steps"] == 1
+    with pytest.raises(ValueError, match=r"^budgets\['history_decay'\] = 2 must be in \[0, 1\]$"):
+        routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], budgets={"history_decay": 2})
 
 
 def test_plan_with_previous(window, tmp_path):
@@ -416,7 +441,7 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, time_limit_s=float("nan")) == "time_limit_s must be finite and >= 0 (0 = none)"
     assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds_M,")
     assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
-        "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, max_moves, anytime)")
+        "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, max_moves, history_decay, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
         "planner: budgets['anytime'] must be used with a time limit > 0 (got time limit 0)")
     assert plan_error(lengths, counts, seed=-1) == "seed must be an integer in 0..2**64-1 (got -1)"
@@ -600,7 +625,8 @@ def test_budgets_take_the_json_keys_and_the_old_names_with_a_warning(window):
     given = {"seeds_M": 3, "population": 2, "choice_width": 5, "eta": 0.25, "projections": 4,
              "pair_candidates": 16, "levels": 2, "t0": 0.5, "cooling": 0.9, "steps_per_level": 40,
              "p_guide": 0.5, "rho": 0.25, "p_straggler": 0.75, "row_nodes": 5000, "polish_evaluations": 100,
-             "polish_kick_moves": 2, "placement_rounds": 1, "max_moves": 7, "anytime": False}
+             "polish_kick_moves": 2, "placement_rounds": 1, "max_moves": 7, "history_decay": 0.5,
+             "anytime": False}
     p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5, budgets=given)
     stored = json.loads(p.to_json())["planner"]["budgets"]
     assert {k: stored[k] for k in given} == given and stored["time_limit_s"] == 0

@@ -170,6 +170,11 @@ StepFrontier compute_step_frontier(const storage::Library& lib, const std::strin
         out.experts = static_cast<std::int64_t>(any.layers) * any.experts;
         // As `routepack sweep --frontier`: each step from the placement the chain gave it.
         in.previous = i > 0 ? series.placements[i - 1] : identity_placement(any.layers, any.experts, any.ep_ranks);
+        // With a run-level base placement, the run's history as the step before's saved plan recorded it.
+        if (i > 0 && in.budgets.history_decay > 0 && series.steps[i - 1].run > 0)
+            in.history =
+                parse_plan(lib.run_plan_json(series.steps[i - 1].run), "run " + std::to_string(series.steps[i - 1].run))
+                    .history;
         const auto points = move_frontier({in}, workers, cancel);
         if (cancel && cancel->load()) {
             out.error = "cancelled";

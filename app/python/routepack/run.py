@@ -552,8 +552,15 @@ def _finish(chain, k, name, result, read_future) -> None:
                     "previous_key": _placement_key(chain.previous), "input_key": chain.input_key(k)})
         _write_atomic(step, json.dumps(rec, indent=2) + "\n")
         _remove(failed)
-        chain.previous, chain.previous_from = result["placement"], name
+        chain.previous, chain.previous_from = _next_previous(result["plan"], result["placement"]), name
     chain.pos = k + 1
+
+
+def _next_previous(plan, placement):
+    """What the step after a plan starts from: its placement rows, or the whole plan (text or dict) when
+    it carries the run's history (budget history_decay > 0), which the next step folds its loads into."""
+    doc = json.loads(plan) if isinstance(plan, str) else plan
+    return doc if doc.get("history") is not None else placement
 
 
 def _advance(chain, steps) -> None:
@@ -565,7 +572,7 @@ def _advance(chain, steps) -> None:
             return
         doc = _read_json(chain.paths(chain.pos)[0])
         _remove(chain.paths(chain.pos)[2])
-        chain.previous, chain.previous_from = doc["placement"], steps[chain.pos][0]
+        chain.previous, chain.previous_from = _next_previous(doc, doc["placement"]), steps[chain.pos][0]
         chain.pos += 1
 
 
@@ -840,6 +847,21 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _float_in(low: float, high: float):
+    """argparse type: a finite number in [low, high], the range in the error."""
+    @_typed("X")
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not (low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be a number in [{low:g}, {high:g}] (got {text!r})")
+        return value
+
+    return parse
+
+
 def _int_in(low: int, high: int, also: Optional[int] = None, note: str = ""):
     """argparse type: an integer in low..high (or `also`), the range in the error; --help shows it as
     UINT when no value below 0 is taken, INT otherwise."""
@@ -1000,6 +1022,9 @@ def _parser():
     s.add_argument("--previous", default=None, help="placement of the step before the first (plan or map file)")
     s.add_argument("--max-moves", type=_int_in(0, 10**9, -1, ", or -1 (unlimited)"), default=None,
                    help="experts moved per step at most (all MoE layers)")
+    s.add_argument("--history-decay", type=_float_in(0, 1), default=None,
+                   help="run-level base placement: choose each step's moves on the run's expert loads so far, "
+                   "each earlier step weighted by this factor per step back (routepack sweep --history-decay)")
     s.add_argument("--threads", type=_int_in(0, 4096), default=1,
                    help="planner threads per step (default 1; 0: all cores)")
     s.add_argument("--trace-name", default=None, help="the plans' inputs.trace (default: the run folder's name)")
@@ -1056,7 +1081,8 @@ def _checked_job(args, run):
     """(None, None, the _Job of the command line's settings), or (EXIT_USAGE, its line, None)."""
     try:
         job = _Job(run, model=_model_arg(args), topologies=args.topology, out=args.out, seed=args.seed,
-                   previous=args.previous, max_moves=args.max_moves, threads=args.threads, budgets=None,
+                   previous=args.previous, max_moves=args.max_moves, threads=args.threads,
+                   budgets=None if args.history_decay is None else {"history_decay": args.history_decay},
                    format=args.format, trace_name=args.trace_name, lookahead=args.lookahead, layer_base="auto")
     except ValueError as e:
         return EXIT_USAGE, f"routepack.run: error: {e}", None

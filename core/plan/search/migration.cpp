@@ -541,6 +541,31 @@ std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& 
     return out;
 }
 
+RunHistory fold_history(const RunHistory* before, std::span<const std::uint64_t> loads, int L, int E, double decay) {
+    if (!(decay >= 0 && decay <= 1)) throw std::invalid_argument("fold_history: decay outside [0, 1]");
+    const std::size_t n = static_cast<std::size_t>(L) * static_cast<std::size_t>(E);
+    if (L <= 0 || E <= 0 || loads.size() != n) throw std::invalid_argument("fold_history: loads are not L x E");
+    if (before && (before->layers != L || before->experts != E || before->loads.size() != n))
+        throw std::invalid_argument("fold_history: the history is not L x E");
+    RunHistory h;
+    h.layers = L;
+    h.experts = E;
+    h.decay = decay;
+    h.steps = before ? before->steps + 1 : 1;
+    h.weight = before ? decay * before->weight + 1 : 1;
+    h.loads.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+        h.loads[i] = (before ? decay * before->loads[i] : 0.0) + static_cast<double>(loads[i]);
+    return h;
+}
+
+std::vector<std::uint64_t> history_mean_loads(const RunHistory& h) {
+    std::vector<std::uint64_t> out(h.loads.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<std::uint64_t>(std::llround(h.loads[i] / h.weight));
+    return out;
+}
+
 std::string placement_fingerprint(const Placement& pi) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
     for (const std::int32_t x : {pi.layers, pi.experts, pi.ep_ranks})

@@ -126,6 +126,28 @@ std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& pr
 std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
                                                int experts, bool no_extra);
 
+/// The expert loads of a run's steps so far, exponentially decayed (run-level base placement,
+/// docs/migration.md "A placement for the run"): after step k, H_k = d x H_(k-1) + G_k and W_k = d x
+/// W_(k-1) + 1, with G_k step k's window loads ([L][E] tokens, aggregate_expert_loads) and d the
+/// budget history_decay. H_k / W_k is the decay-weighted mean loads of one step. The plan file's
+/// "history" section; the next step reads it with the previous plan.
+struct RunHistory {
+    int layers = 0, experts = 0;
+    double decay = 0;          ///< d of the last fold, in [0, 1]
+    std::int64_t steps = 0;    ///< steps folded in, >= 1
+    double weight = 0;         ///< W_k = sum over the steps of d^(k - j), in [1, steps]
+    std::vector<double> loads; ///< [L][E] H_k, tokens (finite, >= 0)
+};
+
+/// H_k from `before` (nullptr: the run starts at this step) and this step's loads ([L][E]), decay d in
+/// [0, 1]. std::invalid_argument when `before`'s shape is not L x E or d is out of range; the
+/// planner checks the shape first and names the previous plan.
+RunHistory fold_history(const RunHistory* before, std::span<const std::uint64_t> loads, int L, int E, double decay);
+
+/// The mean loads of one step, H_k / W_k, rounded to whole tokens ([L][E]): what a step's moves and
+/// its base placement (lpt_placement of them) are fitted to.
+std::vector<std::uint64_t> history_mean_loads(const RunHistory& h);
+
 /// Fingerprint of a placement, 16 hex digits: FNV-1a 64 over L, E, P (int32 each) and the slots
 /// (int32, [L][E] order). The plan file's migration.previous_fingerprint.
 std::string placement_fingerprint(const Placement& pi);
