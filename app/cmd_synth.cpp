@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ namespace {
 struct SynthCmd {
     std::string out, format = "vllm";
     SynthConfig cfg;
+    std::uint64_t popularity_seed = 0;
+    bool popularity_seed_given = false;
 };
 
 /// write_synth into `out` through a staging folder (util::OutputFolder): a new or empty folder
@@ -61,7 +64,8 @@ std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, Tra
     return files;
 }
 
-int run_synth(const SynthCmd& c) {
+int run_synth(SynthCmd& c) {
+    if (c.popularity_seed_given) c.cfg.popularity_seed = c.popularity_seed;
     catch_sigint(); // a signal lets the writing finish into the staging folder, which is then removed
     // The flags' own checks; the CLI names each field by its flag (cli_error_text).
     as_usage([&] { check_synth_config(c.cfg); });
@@ -97,6 +101,13 @@ Command register_synth(CLI::App& app) {
     add_int_option(*syn, "--max-length", c->cfg.max_length, "cap on sample length");
     add_float_option(*syn, "--skew", c->cfg.skew, "Zipf exponent of expert popularity");
     add_int_option(*syn, "--seed", c->cfg.seed, "random seed");
+    add_int_option(*syn, "--popularity-seed", c->popularity_seed,
+                   "seed of the layers' expert popularity (the router), shared by the steps of one run; default: "
+                   "--seed",
+                   std::numeric_limits<std::uint64_t>::min(), std::numeric_limits<std::uint64_t>::max(),
+                   &c->popularity_seed_given);
+    add_float_option(*syn, "--drift", c->cfg.drift,
+                     "how far this step's popularity drifts from --popularity-seed's toward its own, in [0, 1]");
     return {syn, [c] { return run_synth(*c); }};
 }
 

@@ -139,6 +139,8 @@ std::map<QString, UsageCases> usage_cases(const fs::path& t) {
                      s("synth: --skew must be a decimal number (got 'abc')"),
                      {s("synth"), s("--out"), q(t / "s"), s("--groups"), s("0")},
                      s("synth: --groups must be >= 1 (got 0)"),
+                     {s("synth"), s("--out"), q(t / "s"), s("--drift"), s("0.3")},
+                     s("synth: --drift 0.3 needs a popularity seed (the router it drifts from)"),
                      {s("synth"), s("--out"), q(t / "nodir" / "x")},
                      q(t / "nodir" / "x") + s(": cannot create the folder (") + q(t / "nodir") +
                          s(" is not a folder)")};
@@ -872,6 +874,14 @@ private Q_SLOTS:
         Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn"), QStringLiteral("--groups"),
                      QStringLiteral("8"), QStringLiteral("--seed"), QStringLiteral("3")});
         QCOMPARE(r.code, 0);
+        // The router of --popularity-seed 3 is the one --seed 3 draws: the same files, byte for byte.
+        r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn-router"), QStringLiteral("--groups"),
+                 QStringLiteral("8"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--popularity-seed"), QStringLiteral("3")});
+        QCOMPARE(r.code, 0);
+        for (const auto& f : fs::directory_iterator(tmp / "syn"))
+            QCOMPARE(routepack::test::read_file(tmp / "syn-router" / f.path().filename()),
+                     routepack::test::read_file(f.path()));
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
                  QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
                  QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),

@@ -138,6 +138,7 @@ private Q_SLOTS:
     void popularitySkewed();
     void samplesCorrelated();
     void seedChangesOutput();
+    void stepsShareTheirRouter();
     void validation_data();
     void validation();
     void golden();
@@ -387,6 +388,48 @@ void TestSynth::seedChangesOutput() {
     QVERIFY(a.counts != b.counts);
 }
 
+void TestSynth::stepsShareTheirRouter() {
+    // The steps of one run: one popularity seed, a seed each. A popularity seed equal to the seed is
+    // the config without one, byte for byte; steps sharing the router differ less from each other
+    // than steps of their own routers, and more the further they drift.
+    SynthConfig c = small_config();
+    c.experts = 32;
+    c.seed = 7;
+    const Trace plain = synth_trace(c);
+    c.popularity_seed = 7;
+    QCOMPARE(synth_trace(c).counts, plain.counts);
+    auto step_distance = [&](std::optional<std::uint64_t> router, double drift) {
+        // Mean over MoE layers of the total variation between two steps' expert shares.
+        SynthConfig a = c, b = c;
+        a.popularity_seed = b.popularity_seed = router;
+        a.drift = b.drift = drift;
+        a.seed = 7;
+        b.seed = 8;
+        const Trace ta = synth_trace(a), tb = synth_trace(b);
+        const int L = ta.model.num_moe_layers(), E = ta.model.experts;
+        double sum = 0;
+        for (int l = 0; l < L; ++l) {
+            std::vector<double> sa(E, 0), sb(E, 0);
+            for (std::size_t i = 0; i < ta.size(); ++i)
+                for (int e = 0; e < E; ++e)
+                    sa[e] += ta.count(i, l, e);
+            for (std::size_t i = 0; i < tb.size(); ++i)
+                for (int e = 0; e < E; ++e)
+                    sb[e] += tb.count(i, l, e);
+            const double na = std::accumulate(sa.begin(), sa.end(), 0.0),
+                         nb = std::accumulate(sb.begin(), sb.end(), 0.0);
+            double tv = 0;
+            for (int e = 0; e < E; ++e)
+                tv += std::abs(sa[e] / na - sb[e] / nb);
+            sum += 0.5 * tv;
+        }
+        return sum / L;
+    };
+    const double shared = step_distance(5, 0), half = step_distance(5, 0.5), own = step_distance(std::nullopt, 0);
+    QVERIFY2(shared < half && half < own && 2 * shared < own,
+             qPrintable(QStringLiteral("%1 %2 %3").arg(shared).arg(half).arg(own)));
+}
+
 void TestSynth::validation_data() {
     QTest::addColumn<QString>("field");
     QTest::addColumn<double>("value");
@@ -412,6 +455,9 @@ void TestSynth::validation_data() {
                                    << "synth: sample_concentration must be in [0, 100] (got -0.5)";
     QTest::newRow("concentration inf") << "sample_concentration" << HUGE_VAL
                                        << "synth: sample_concentration must be in [0, 100] (got inf)";
+    QTest::newRow("drift") << "drift" << 1.5 << "synth: drift must be in [0, 1] (got 1.5)";
+    QTest::newRow("drift alone") << "drift" << 0.25
+                                 << "synth: drift 0.25 needs a popularity seed (the router it drifts from)";
 }
 
 void TestSynth::validation() {
@@ -444,7 +490,13 @@ void TestSynth::validation() {
         c.skew = value;
     else if (field == QLatin1String("sample_concentration"))
         c.sample_concentration = value;
-    else
+    else if (field == QLatin1String("drift")) {
+        c.drift = value;
+        if (value == 0.25)
+            c.popularity_seed.reset(); // a drift from no shared router
+        else
+            c.popularity_seed = 3;
+    } else
         QFAIL("unknown field");
     QCOMPARE(error_of([&] { synth_model(c); }), message);
     QCOMPARE(error_of([&] { synth_samples(c); }), message);
@@ -455,12 +507,17 @@ void TestSynth::validation() {
     std::filesystem::remove_all(dir);
     // The CLI's wording: each field named by its `routepack synth` flag (sample_concentration has none).
     QString flags = message;
-    const std::pair<const char*, const char*> to_flag[] = {
-        {"group_size", "--group-size"},    {"groups", "--groups"},
-        {"num_hidden_layers", "--layers"}, {"first_dense_layers", "--dense-layers"},
-        {"experts", "--experts"},          {"top_k", "--top-k"},
-        {"prompt_mean", "--prompt-mean"},  {"response_mean", "--response-mean"},
-        {"max_length", "--max-length"},    {"skew", "--skew"}};
+    const std::pair<const char*, const char*> to_flag[] = {{"group_size", "--group-size"},
+                                                           {"groups", "--groups"},
+                                                           {"num_hidden_layers", "--layers"},
+                                                           {"first_dense_layers", "--dense-layers"},
+                                                           {"experts", "--experts"},
+                                                           {"top_k", "--top-k"},
+                                                           {"prompt_mean", "--prompt-mean"},
+                                                           {"response_mean", "--response-mean"},
+                                                           {"max_length", "--max-length"},
+                                                           {"skew", "--skew"},
+                                                           {"drift", "--drift"}};
     for (const auto& [from, to] : to_flag)
         flags.replace(QRegularExpression(QStringLiteral("\\b%1\\b").arg(QLatin1String(from))), QLatin1String(to));
     QVERIFY(flags != message || field == QLatin1String("sample_concentration"));

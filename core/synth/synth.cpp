@@ -1,7 +1,8 @@
 // Deterministic synthetic GRPO-window traces (see synth.h).
 //
 // Generative model, per MoE layer l (index among MoE layers), group g and sample i = g * group_size + j:
-//   popularity  base_l[perm_l[r]] = (r + 1)^-skew / Z          (Zipf over a per-layer random permutation)
+//   popularity  base_l[perm_l[r]] = (r + 1)^-skew / Z          (Zipf over a per-layer random permutation,
+//               drawn from popularity_seed; with drift D: base^(1-D) x own^D / Z, own drawn from seed)
 //   group tilt  G[g][l][e] ~ Gamma(1/c) / (1/c)                (mean 1, variance c = sample_concentration)
 //   sample tilt S[i][l][e] ~ Gamma(1/c) / (1/c)
 //   prompt rows   (shared by the whole group):  w ~ base_l[e] * G[g][l][e]
@@ -159,6 +160,10 @@ void validate(const SynthConfig& c) {
         fail("skew", " must be in [0, 100] (got " + fmt_double(c.skew) + ")");
     if (!std::isfinite(c.sample_concentration) || c.sample_concentration < 0.0 || c.sample_concentration > 100.0)
         fail("sample_concentration", " must be in [0, 100] (got " + fmt_double(c.sample_concentration) + ")");
+    if (!std::isfinite(c.drift) || c.drift < 0.0 || c.drift > 1.0)
+        fail("drift", " must be in [0, 1] (got " + fmt_double(c.drift) + ")");
+    if (c.drift > 0.0 && !c.popularity_seed)
+        fail("drift", " " + fmt_double(c.drift) + " needs a popularity seed (the router it drifts from)");
 }
 
 } // namespace
@@ -208,13 +213,13 @@ Lengths make_lengths(const SynthConfig& c) {
 // ---------------------------------------------------------------------------------------------
 // Popularity and tilts.
 
-/// base[l][e] for every MoE layer, normalized per layer.
-std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
+/// base[l][e] for every MoE layer of the router drawn from `seed`, normalized per layer.
+std::vector<double> router_popularity(const SynthConfig& c, std::uint64_t seed, int moe_layers) {
     const int E = c.experts;
     std::vector<double> base(static_cast<std::size_t>(moe_layers) * E);
     std::vector<int> perm(E);
     for (int l = 0; l < moe_layers; ++l) {
-        SynthRng r = stream(c.seed, Purpose::LayerPermutation, static_cast<std::uint64_t>(l));
+        SynthRng r = stream(seed, Purpose::LayerPermutation, static_cast<std::uint64_t>(l));
         for (int e = 0; e < E; ++e)
             perm[e] = e;
         for (int e = E - 1; e > 0; --e) { // Fisher-Yates with multiply-shift bounded draws
@@ -227,6 +232,27 @@ std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
             const double w = std::pow(static_cast<double>(rank + 1), -c.skew);
             b[perm[rank]] = w;
             sum += w;
+        }
+        for (int e = 0; e < E; ++e)
+            b[e] /= sum;
+    }
+    return base;
+}
+
+/// base[l][e] of the config: the router of popularity_seed (or seed), drifted toward seed's own by
+/// `drift` (geometric mix per expert, normalized per layer).
+std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
+    std::vector<double> base = router_popularity(c, c.popularity_seed.value_or(c.seed), moe_layers);
+    if (!(c.drift > 0.0)) return base;
+    const std::vector<double> own = router_popularity(c, c.seed, moe_layers);
+    const int E = c.experts;
+    for (int l = 0; l < moe_layers; ++l) {
+        double* b = base.data() + static_cast<std::size_t>(l) * E;
+        const double* o = own.data() + static_cast<std::size_t>(l) * E;
+        double sum = 0;
+        for (int e = 0; e < E; ++e) {
+            b[e] = std::pow(b[e], 1.0 - c.drift) * std::pow(o[e], c.drift);
+            sum += b[e];
         }
         for (int e = 0; e < E; ++e)
             b[e] /= sum;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace routepack {
@@ -37,6 +38,13 @@ struct SynthConfig {
     double sample_concentration = 0.5; ///< how strongly a sample's routing departs from the layer's popularity (0 =
                                        ///< iid): variance of the gamma tilts, [0, 100]
     std::uint64_t seed = 1;            ///< same config (seed included) => same output bytes
+    /// The seed of the layers' expert popularity (the router's preference); unset: `seed`. The steps of
+    /// one run share it and differ in `seed` (their prompts, lengths and tilts).
+    std::optional<std::uint64_t> popularity_seed;
+    /// How far this step's popularity has drifted from popularity_seed's, in [0, 1]: per layer
+    /// base^(1 - drift) x own^drift, normalized, `own` the popularity of `seed` (0: the shared router;
+    /// 1: a router of its own). Needs popularity_seed when above 0.
+    double drift = 0;
 };
 
 /// Per-token routes of one synthetic sample, full-sequence rows [t_i - 1][num_hidden_layers][top_k]
@@ -52,9 +60,9 @@ struct SynthSample {
 /// Checks a config as every function below does: groups, group_size >= 1 with at most 2^24
 /// samples; num_hidden_layers in 1..65536; first_dense_layers in 0..num_hidden_layers-1; experts in
 /// 1..2^20; top_k in 1..experts; prompt_mean, response_mean >= 1; max_length >= 2; skew and
-/// sample_concentration in [0, 100]. InputError "synth: <field> ..." ("synth: top_k 9 exceeds experts
-/// 8") carrying each field it names as a Setting whose key is the field's name (core/util/errors.h),
-/// so each front end names it its own way (the CLI by the `routepack synth` flag: "--top-k 9").
+/// sample_concentration in [0, 100]; drift in [0, 1], above 0 only with popularity_seed. InputError "synth: <field>
+/// ..." ("synth: top_k 9 exceeds experts 8") carrying each field it names as a Setting whose key is the field's name
+/// (core/util/errors.h), so each front end names it its own way (the CLI by the `routepack synth` flag: "--top-k 9").
 void check_synth_config(const SynthConfig& c);
 
 /// The model the synthetic trace pretends to come from: name "synthetic", num_hidden_layers,

@@ -6,7 +6,7 @@ namespace routepack {
 
 namespace {
 
-constexpr std::array<SettingRow, 33> kSettings{{
+constexpr std::array<SettingRow, 35> kSettings{{
     {"first", "--first", "First N in numeric id order", nullptr},
     {"random", "--random", "N random samples", nullptr},
     {"split", "--split", "windows of N samples", nullptr},
@@ -27,6 +27,8 @@ constexpr std::array<SettingRow, 33> kSettings{{
     {"response_mean", "--response-mean", nullptr, nullptr},
     {"max_length", "--max-length", nullptr, nullptr},
     {"skew", "--skew", nullptr, nullptr},
+    {"popularity_seed", "--popularity-seed", nullptr, nullptr},
+    {"drift", "--drift", nullptr, nullptr},
     {"rewrite_input", "--input", "Input checkpoint", nullptr},
     {"rewrite_output", "--output", "Output folder", nullptr},
     {"rewrite_device", "--device", "Device", nullptr},

@@ -1104,7 +1104,7 @@ def _connect(address: str, resume: str):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python3 -m routepack.run sweep RUN_DIR --model M --topology T [--topology T2 ...] --out OUT
-    [--seed S] [--previous FILE] [--max-moves N] [--threads N] [--lookahead N]
+    [--seed S] [--previous FILE] [--max-moves N] [--history-decay D] [--threads N] [--lookahead N]
     [--scheduler ADDRESS | --workers N [--dashboard]]``.
 
     Every setting is checked before a cluster starts or OUT is touched. Exit status: 0 when every step
