@@ -239,8 +239,11 @@ void print_migration(const PlanResult& r) {
               << "materialization " << fmt("%.4f", f.seconds) << " s\n";
     std::cout << "  modelled step: compute " << fmt("%.4f", m.compute_seconds) << " s (seconds_per_U "
               << fmt("%.4g", m.cost.seconds_per_U) << (m.seconds_per_U_derived ? ", derived" : ", given")
-              << ") + materialization " << fmt("%.4f", f.seconds)
-              << " s = " << fmt("%.4f", m.compute_seconds + f.seconds) << " s"
+              << ") + materialization " << fmt("%.4f", f.seconds) << " s"
+              << (m.cost.plan_seconds > 0 ? std::string(m.cost.overlap_planning ? " overlapped with" : " +") +
+                                                " planning " + fmt("%.4f", m.cost.plan_seconds) + " s"
+                                          : std::string())
+              << " = " << fmt("%.4f", m.compute_seconds + step_overhead_seconds(m.cost, f.seconds)) << " s"
               << (r.topology.has_migration ? "" : " (default cost model)") << "\n";
 }
 

@@ -139,8 +139,6 @@ std::map<QString, UsageCases> usage_cases(const fs::path& t) {
                      s("synth: --skew must be a decimal number (got 'abc')"),
                      {s("synth"), s("--out"), q(t / "s"), s("--groups"), s("0")},
                      s("synth: --groups must be >= 1 (got 0)"),
-                     {s("synth"), s("--out"), q(t / "s"), s("--drift"), s("0.3")},
-                     s("synth: --drift 0.3 needs a popularity seed (the router it drifts from)"),
                      {s("synth"), s("--out"), q(t / "nodir" / "x")},
                      q(t / "nodir" / "x") + s(": cannot create the folder (") + q(t / "nodir") +
                          s(" is not a folder)")};
@@ -882,6 +880,13 @@ private Q_SLOTS:
         for (const auto& f : fs::directory_iterator(tmp / "syn"))
             QCOMPARE(routepack::test::read_file(tmp / "syn-router" / f.path().filename()),
                      routepack::test::read_file(f.path()));
+        // A drift needs the router it drifts from: a usage error, nothing written.
+        r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn-drift"), QStringLiteral("--drift"),
+                 QStringLiteral("0.3")});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: synth: --drift 0.3 needs a popularity seed (the router it "
+                                       "drifts from)\n"));
+        QVERIFY(!fs::exists(tmp / "syn-drift"));
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
                  QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
                  QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),

@@ -37,7 +37,7 @@ private Q_SLOTS:
             QCOMPARE(row.request, std::string_view(row.key).starts_with("ask_"));
             if (row.request) QVERIFY2(row.flag && row.label && row.python, row.key);
         }
-        QCOMPARE(keys.size(), std::size_t{33});
+        QCOMPARE(keys.size(), std::size_t{35});
         QCOMPARE(find_setting(""), nullptr);
         QCOMPARE(find_setting("levels"), nullptr);
         // The CLI's words: the flag with the value the message quotes after it, a request's phrase

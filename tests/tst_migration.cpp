@@ -107,6 +107,7 @@ private Q_SLOTS:
     void budgetZeroKeepsEverySlot();
     void budgetBoundsMoves();
     void costModelChoosesModelledTime();
+    void planningOverlapsTheMoves();
     void chainEqualsStepByStep();
     void sameForEveryWorkerCount();
     void boundOverEveryPlacement();
@@ -276,7 +277,21 @@ void TestMigration::topologySectionAndCost() {
     QCOMPARE(
         test::error_of<InputError>([&] { parse_topology(base + R"(, "migration": {"intra_GBps": 1}})", "t.json"); }),
         std::string("t.json: migration: unknown field 'intra_GBps' (known: state_bytes_per_param, "
-                    "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs)"));
+                    "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs, "
+                    "plan_seconds, planning)"));
+    // The planning a step waits for: written when set, read back equal; other words refused.
+    Topology planned =
+        parse_topology(base + R"(, "migration": {"plan_seconds": 0.25, "planning": "serial"}})", "t.json");
+    QCOMPARE(planned.migration.plan_seconds, 0.25);
+    QVERIFY(!planned.migration.overlap_planning);
+    QCOMPARE(parse_topology(topology_to_json(planned), "again"), planned);
+    QVERIFY(topology_to_json(t).find("planning") == std::string::npos); // the defaults are not written
+    QCOMPARE(test::error_of<InputError>(
+                 [&] { parse_topology(base + R"(, "migration": {"planning": "later"}})", "t.json"); }),
+             std::string("t.json: migration.planning is \"later\", not \"overlapped\" or \"serial\""));
+    QCOMPARE(
+        test::error_of<InputError>([&] { parse_topology(base + R"(, "migration": {"plan_seconds": -1}})", "t.json"); }),
+        std::string("t.json: migration.plan_seconds is -1, not a number in [0, 1e+15]"));
     QCOMPARE(test::error_of<InputError>(
                  [&] { parse_topology(base + R"(, "migration": {"inter_node_GBps": 0}})", "t.json"); }),
              std::string("t.json: migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]"));
@@ -437,6 +452,46 @@ void TestMigration::costModelChoosesModelledTime() {
     QCOMPARE(nlohmann::json::parse(plan_migration_json(r))["objective"], nlohmann::json("modelled time"));
     in.budgets.max_moves = 2; // a budget bounds it too
     QVERIFY(plan_window(in).migration.figures.moved <= 2);
+}
+
+void TestMigration::planningOverlapsTheMoves() {
+    // eq. 19: overlapped, the step waits for the longer of planning and moving; serial, for both.
+    MigrationCost c;
+    c.plan_seconds = 0.5;
+    QCOMPARE(step_overhead_seconds(c, 0.3), 0.5);
+    QCOMPARE(step_overhead_seconds(c, 0.8), 0.8);
+    c.overlap_planning = false;
+    QCOMPARE(step_overhead_seconds(c, 0.3), 0.8);
+    // Compute cheap against moving: no move pays. Planned serially, planning changes no move; overlapped
+    // with a planner slower than any move, every move hides under the planning and the paper's score
+    // chooses them.
+    PlanInput in = synth_input(4, 5);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    in.previous = identity_placement(L, E, 8);
+    in.topology.has_migration = true;
+    in.topology.migration.expert_parameters = 1000000;
+    in.topology.migration.seconds_per_U = 1e-6;
+    const PlanResult none = plan_window(in);
+    QCOMPARE(none.migration.figures.moved, std::int64_t{0});
+    in.topology.migration.plan_seconds = 1000;
+    in.topology.migration.overlap_planning = false;
+    const PlanResult serial = plan_window(in);
+    QCOMPARE(serial.placement.routepack, none.placement.routepack);
+    const auto sj = nlohmann::json::parse(plan_migration_json(serial));
+    QCOMPARE(sj["modelled_seconds"].get<double>(), serial.migration.compute_seconds + 1000);
+    QCOMPARE(sj["cost_model"]["planning"].get<std::string>(), std::string("serial"));
+    in.topology.migration.overlap_planning = true;
+    const PlanResult overlapped = plan_window(in);
+    QVERIFY(overlapped.migration.figures.moved > 0);
+    QVERIFY(overlapped.migration.figures.seconds < 1000);
+    QVERIFY(overlapped.routepack.metrics.score.max_u < none.routepack.metrics.score.max_u);
+    const auto oj = nlohmann::json::parse(plan_migration_json(overlapped));
+    QCOMPARE(oj["modelled_seconds"].get<double>(), overlapped.migration.compute_seconds + 1000);
+    QCOMPARE(oj["cost_model"]["plan_seconds"].get<double>(), 1000.0);
+    const PlanFile back = parse_plan(plan_to_json(overlapped), "p.json");
+    QCOMPARE(back.migration.cost->plan_seconds, 1000.0);
+    QVERIFY(back.migration.cost->overlap_planning);
+    QCOMPARE(plan_file_to_json(back), plan_to_json(overlapped));
 }
 
 void TestMigration::chainEqualsStepByStep() {

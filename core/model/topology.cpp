@@ -219,7 +219,7 @@ void parse_migration(const util::JsonField& f, Topology& t) {
     if (!f.exists()) return;
     f.object();
     f.only({"state_bytes_per_param", "expert_parameters", "intra_node_GBps", "inter_node_GBps", "seconds_per_U",
-            "achieved_TFLOPs"});
+            "achieved_TFLOPs", "plan_seconds", "planning"});
     t.has_migration = true;
     MigrationModel& m = t.migration;
     constexpr double kMax = 1e15;
@@ -230,6 +230,13 @@ void parse_migration(const util::JsonField& f, Topology& t) {
                                    {"achieved_TFLOPs", &m.achieved_TFLOPs}})
         if (f[key].exists()) *out = f[key].number(migration_min_value(key), kMax);
     if (f["expert_parameters"].exists()) m.expert_parameters = f["expert_parameters"].integer(1, std::int64_t{1} << 40);
+    if (f["plan_seconds"].exists()) m.plan_seconds = f["plan_seconds"].number(0, kMax);
+    if (const util::JsonField p = f["planning"]; p.exists()) {
+        const std::string& how = p.string();
+        if (how != "overlapped" && how != "serial")
+            throw InputError(p.where() + " is \"" + util::printable(how) + "\", not \"overlapped\" or \"serial\"");
+        m.overlap_planning = how == "overlapped";
+    }
 }
 
 } // namespace
@@ -254,6 +261,11 @@ void check_migration_model(const MigrationModel& m, const std::string& origin) {
     positive("inter_node_GBps", m.inter_node_GBps);
     positive("achieved_TFLOPs", m.achieved_TFLOPs);
     if (m.seconds_per_U != 0) positive("seconds_per_U", m.seconds_per_U);
+    if (!std::isfinite(m.plan_seconds) || m.plan_seconds < 0 || m.plan_seconds > 1e15) {
+        std::ostringstream got;
+        got << m.plan_seconds;
+        throw InputError(origin + ": migration.plan_seconds is " + got.str() + ", not a number in [0, 1e+15]");
+    }
     if (m.expert_parameters < 0 || m.expert_parameters > (std::int64_t{1} << 40))
         throw InputError(origin + ": migration.expert_parameters is " + std::to_string(m.expert_parameters) +
                          ", not an integer in 1..1099511627776");
@@ -324,6 +336,8 @@ std::string topology_to_json(const Topology& t) {
                             {"achieved_TFLOPs", m.achieved_TFLOPs}};
         if (m.expert_parameters) o["expert_parameters"] = m.expert_parameters;
         if (m.seconds_per_U != 0) o["seconds_per_U"] = m.seconds_per_U;
+        if (m.plan_seconds != 0) o["plan_seconds"] = m.plan_seconds;
+        if (!m.overlap_planning) o["planning"] = "serial";
         j["migration"] = o;
     }
     return j.dump();

@@ -83,7 +83,9 @@ struct BatchRules {
 /// expert_shape), "intra_node_GBps": 400, "inter_node_GBps": 50 (per GPU, 1e9 bytes/s),
 /// "seconds_per_U": seconds of step compute per unit of max_g U (default: derived,
 /// 6 x token_cap x expert_parameters / (achieved_TFLOPs x 1e12), docs/migration.md),
-/// "achieved_TFLOPs": 400}. Numbers finite and > 0 (expert_parameters an integer in 1..2^40).
+/// "achieved_TFLOPs": 400, "plan_seconds": 0 (the planning time a step waits for, T_plan of eq. 19),
+/// "planning": "overlapped" (the step pays max(T_plan, moves' seconds), the paper's eq. 19) or "serial"
+/// (their sum)}. Numbers finite and > 0 (plan_seconds >= 0; expert_parameters an integer in 1..2^40).
 struct MigrationModel {
     double state_bytes_per_param = 14;
     std::int64_t expert_parameters = 0; ///< 0 = from the model description
@@ -91,6 +93,8 @@ struct MigrationModel {
     double inter_node_GBps = 50;
     double seconds_per_U = 0; ///< 0 = derived from achieved_TFLOPs
     double achieved_TFLOPs = 400;
+    double plan_seconds = 0;      ///< T_plan, seconds; 0 = planning costs the step nothing
+    bool overlap_planning = true; ///< "planning": "overlapped" (max) or "serial" (sum)
     bool operator==(const MigrationModel&) const = default;
 };
 

@@ -142,7 +142,9 @@ ojson migration_ojson(const PlanFileMigration& m) {
                            {"inter_node_GBps", c.inter_node_GBps},
                            {"seconds_per_U", c.seconds_per_U},
                            {"seconds_per_U_derived", c.seconds_per_U_derived},
-                           {"from_topology", c.from_topology}};
+                           {"from_topology", c.from_topology},
+                           {"plan_seconds", c.plan_seconds},
+                           {"planning", c.overlap_planning ? "overlapped" : "serial"}};
     } else {
         j["cost_model"] = nullptr;
     }
@@ -156,7 +158,14 @@ ojson migration_ojson(const PlanFileMigration& m) {
     j["busiest_inter_node_bytes"] = m.busiest_inter_bytes;
     j["materialization_seconds"] = m.cost ? ojson(m.seconds) : ojson(nullptr);
     j["compute_seconds"] = m.cost ? ojson(m.compute_seconds) : ojson(nullptr);
-    j["modelled_seconds"] = m.cost ? ojson(m.compute_seconds + m.seconds) : ojson(nullptr);
+    if (m.cost) {
+        MigrationCost c;
+        c.plan_seconds = m.cost->plan_seconds;
+        c.overlap_planning = m.cost->overlap_planning;
+        j["modelled_seconds"] = m.compute_seconds + step_overhead_seconds(c, m.seconds);
+    } else {
+        j["modelled_seconds"] = nullptr;
+    }
     j["peak_sum_previous"] = m.peak_sum_previous;
     j["peak_sum_start"] = m.peak_sum_start;
     return j;
@@ -340,7 +349,9 @@ PlanFileMigration plan_file_migration(const PlanResult& r) {
                                    m.cost.inter_node_GBps,
                                    m.cost.seconds_per_U,
                                    m.seconds_per_U_derived,
-                                   r.topology.has_migration};
+                                   r.topology.has_migration,
+                                   m.cost.plan_seconds,
+                                   m.cost.overlap_planning};
         f.seconds = fig.seconds;
         f.compute_seconds = m.cost.seconds_per_U * r.routepack.metrics.score.max_u;
     }
@@ -737,6 +748,13 @@ PlanFileMigration parse_plan_migration(const JsonField& m) {
                                    c["expert_bytes"].number(),           c["intra_node_GBps"].number(),
                                    c["inter_node_GBps"].number(),        c["seconds_per_U"].number(),
                                    c["seconds_per_U_derived"].boolean(), c["from_topology"].boolean()};
+        if (c["plan_seconds"].exists()) f.cost->plan_seconds = c["plan_seconds"].number(0, 1e15);
+        if (const JsonField p = c["planning"]; p.exists()) {
+            const std::string& how = p.string();
+            if (how != "overlapped" && how != "serial")
+                throw InputError(p.where() + " is \"" + util::printable(how) + "\", not \"overlapped\" or \"serial\"");
+            f.cost->overlap_planning = how == "overlapped";
+        }
     }
     auto count = [&m](const char* key) { return m[key].exists() ? m[key].integer(0) : std::int64_t{0}; };
     auto bytes = [&m](const char* key) { return m[key].exists() ? m[key].number() : 0.0; };

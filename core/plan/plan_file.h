@@ -54,6 +54,8 @@ struct PlanFileCostModel {
     double seconds_per_U = 0;           ///< seconds of step compute per unit of max_g U
     bool seconds_per_U_derived = false; ///< derived from the model (not the topology's number)
     bool from_topology = false;         ///< the topology has a migration section
+    double plan_seconds = 0;            ///< T_plan (plan version 10; older files: 0)
+    bool overlap_planning = true;       ///< "planning": "overlapped" or "serial" (older files: overlapped)
 };
 
 /// The plan file's "migration" section (version 8, plans with a previous placement; PlanMigration).

@@ -98,7 +98,7 @@ struct PlacementContext {
 double modelled_seconds(const PlacementContext& pc, const Placement& pi, const Score& s) {
     if (!pc.moves || !pc.moves->cost) return 0;
     const MigrationCost& c = *pc.moves->cost;
-    return c.seconds_per_U * s.max_u + migration_figures(pi, *pc.moves->previous, c).seconds;
+    return c.seconds_per_U * s.max_u + step_overhead_seconds(c, migration_figures(pi, *pc.moves->previous, c).seconds);
 }
 
 /// Whether (pi, s) beats the context's current (placement, best): a lower modelled time with a cost

@@ -37,8 +37,10 @@ struct SweepLine {
     /// size is unknown.
     std::int64_t moves = 0;
     std::optional<double> migration_bytes, materialization_s, compute_s;
+    /// The modelled step: compute + step_overhead_seconds of the materialization (planning included).
+    std::optional<double> modelled_s;
     std::int64_t moves_total = 0;           ///< moves summed over this and the earlier windows
-    std::optional<double> modelled_s_total; ///< compute + materialization summed likewise
+    std::optional<double> modelled_s_total; ///< modelled_s summed likewise
     std::vector<FrontierPoint> frontier;    ///< this step at every move budget (empty when not asked for)
     /// More than one node: each method's inter-node copies (nullopt where not computed or not run);
     /// comm_unavailable when the window has no routes.

@@ -118,7 +118,8 @@ def test_migration_model(window):
     assert m["cost_model"]["from_topology"] and m["materialization_seconds"] == pytest.approx(12672 / 400e9, rel=1e-12)
     for bad, message in (
             ({"bogus": 1}, "topology: migration: unknown field 'bogus' (known: state_bytes_per_param, "
-                           "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs)"),
+                           "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs, "
+                           "plan_seconds, planning)"),
             ({"inter_node_GBps": 0}, "topology: migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]"),
             ({"expert_parameters": 1.5},
              "topology: migration.expert_parameters is 1.5, not an integer in 1..1099511627776"),

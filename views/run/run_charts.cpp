@@ -380,14 +380,18 @@ QString RunView::stepToolTip(int k) const {
     // The plan's migration section with a cost model: what applying the step costs (sweep's columns).
     if (static_cast<std::size_t>(k) < s->table.size()) {
         const SweepLine& l = s->table[static_cast<std::size_t>(k)];
-        if (l.compute_s && l.materialization_s)
-            tip += tr("<br>modelled time: compute %1 s + materialization %2 s = %3 s (%4 experts moved, %5 bytes)")
+        if (l.compute_s && l.materialization_s && l.modelled_s)
+            tip += tr("<br>modelled time: compute %1 s + materialization %2 s%6 = %3 s (%4 experts moved, %5 bytes)")
                        .arg(*l.compute_s, 0, 'f', 4)
                        .arg(*l.materialization_s, 0, 'f', 4)
-                       .arg(*l.compute_s + *l.materialization_s, 0, 'f', 4)
+                       .arg(*l.modelled_s, 0, 'f', 4)
                        .arg(l.moves)
                        .arg(QString::fromStdString(
-                           grouped_count(static_cast<std::int64_t>(l.migration_bytes.value_or(0)))));
+                           grouped_count(static_cast<std::int64_t>(l.migration_bytes.value_or(0)))))
+                       .arg(*l.modelled_s - *l.compute_s - *l.materialization_s > 1e-12
+                                ? tr(" + planning beyond it %1 s")
+                                      .arg(*l.modelled_s - *l.compute_s - *l.materialization_s, 0, 'f', 4)
+                                : QString());
     }
     tip += tr("<br>planner time %1 s").arg(st.planner_s, 0, 'f', 3);
     return tip;

@@ -471,8 +471,8 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
             std::vector<double> next_sec = sec;
             add_layer_seconds(home, before, *rq.cost, next_sec, -1.0);
             add_layer_seconds(home, after, *rq.cost, next_sec, 1.0);
-            const double growth =
-                *std::max_element(next_sec.begin(), next_sec.end()) - *std::max_element(sec.begin(), sec.end());
+            const double growth = step_overhead_seconds(*rq.cost, *std::max_element(next_sec.begin(), next_sec.end())) -
+                                  step_overhead_seconds(*rq.cost, *std::max_element(sec.begin(), sec.end()));
             const double saving = rq.cost->seconds_per_U * static_cast<double>(sg.gain) / rq.tokens_per_U;
             if (!(saving > growth)) {
                 closed[l] = 1;
@@ -599,7 +599,13 @@ MigrationCost resolve_migration_cost(const Topology& topology, const ModelDescri
                          std::to_string(topology.token_cap) + " x expert parameters " + std::to_string(params) +
                          " / (achieved_TFLOPs x 1e12) is not a finite number > 0; give migration.seconds_per_U");
     c.node_of_rank = topology.node_of_rank();
+    c.plan_seconds = m.plan_seconds;
+    c.overlap_planning = m.overlap_planning;
     return c;
+}
+
+double step_overhead_seconds(const MigrationCost& cost, double moves_seconds) {
+    return cost.overlap_planning ? std::max(cost.plan_seconds, moves_seconds) : cost.plan_seconds + moves_seconds;
 }
 
 } // namespace routepack

@@ -23,7 +23,14 @@ struct MigrationCost {
     double inter_node_GBps = 0;    ///< > 0
     double seconds_per_U = 0;      ///< > 0
     std::vector<int> node_of_rank; ///< [P] node of each EP rank (Topology::node_of_rank)
+    double plan_seconds = 0;       ///< T_plan (MigrationModel::plan_seconds), >= 0
+    bool overlap_planning = true;  ///< the step pays max(T_plan, moves) (eq. 19), else their sum
 };
+
+/// What planning and moving add to a step's time beside its compute (eq. 19's T_actor with the
+/// planning): max(plan_seconds, moves_seconds) when overlap_planning, else plan_seconds +
+/// moves_seconds. Seconds in, seconds out. The modelled step time is seconds_per_U x max_g U + this.
+double step_overhead_seconds(const MigrationCost& cost, double moves_seconds);
 
 /// The materialization of a set of moves (migration_figures).
 struct MigrationFigures {
@@ -103,7 +110,9 @@ struct MovePlan {
 /// convex hull of each layer's best load per move count, its segments taken in descending gain per
 /// move (ties: lower layer, then earlier) while the budget holds; with a cost, a segment is taken only
 /// when its estimated compute saving, seconds_per_U x gain / tokens_per_U, exceeds the growth of the
-/// materialization seconds (migration_figures). max_moves 0 returns previous. Cost per layer and swap
+/// step overhead (step_overhead_seconds of the materialization seconds, migration_figures: with
+/// planning overlapped, moves whose seconds stay under plan_seconds cost nothing). max_moves 0 returns
+/// previous. Cost per layer and swap
 /// O(E^2 x groups), per relocation chain O(E^3 x groups) at most (its first expert on a busiest rank;
 /// no chain is searched past 2^25 such tuples).
 /// std::invalid_argument on shapes that disagree or a missing previous.
