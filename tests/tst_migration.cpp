@@ -492,6 +492,10 @@ void TestMigration::planningOverlapsTheMoves() {
     QCOMPARE(back.migration.cost->plan_seconds, 1000.0);
     QVERIFY(back.migration.cost->overlap_planning);
     QCOMPARE(plan_file_to_json(back), plan_to_json(overlapped));
+    QCOMPARE(plan_modelled_seconds(back.migration), overlapped.migration.compute_seconds + 1000);
+    PlanFileMigration uncosted = back.migration;
+    uncosted.cost.reset();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, plan_modelled_seconds(uncosted));
 }
 
 void TestMigration::chainEqualsStepByStep() {

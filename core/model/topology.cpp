@@ -231,15 +231,17 @@ void parse_migration(const util::JsonField& f, Topology& t) {
         if (f[key].exists()) *out = f[key].number(migration_min_value(key), kMax);
     if (f["expert_parameters"].exists()) m.expert_parameters = f["expert_parameters"].integer(1, std::int64_t{1} << 40);
     if (f["plan_seconds"].exists()) m.plan_seconds = f["plan_seconds"].number(0, kMax);
-    if (const util::JsonField p = f["planning"]; p.exists()) {
-        const std::string& how = p.string();
-        if (how != "overlapped" && how != "serial")
-            throw InputError(p.where() + " is \"" + util::printable(how) + "\", not \"overlapped\" or \"serial\"");
-        m.overlap_planning = how == "overlapped";
-    }
+    if (const util::JsonField p = f["planning"]; p.exists())
+        m.overlap_planning = planning_overlapped(p.string(), p.where());
 }
 
 } // namespace
+
+bool planning_overlapped(const std::string& word, const std::string& where) {
+    if (word != "overlapped" && word != "serial")
+        throw InputError(where + " is \"" + util::printable(word) + "\", not \"overlapped\" or \"serial\"");
+    return word == "overlapped";
+}
 
 double migration_min_value(std::string_view key) {
     if (key == "seconds_per_U") return 1e-12;

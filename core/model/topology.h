@@ -210,6 +210,11 @@ double migration_min_value(std::string_view key);
 /// migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]" (seconds_per_U 0 means derived).
 void check_migration_model(const MigrationModel& m, const std::string& origin);
 
+/// MigrationModel::overlap_planning of a "planning" word: "overlapped" true, "serial" false; InputError
+/// "<where> is \"later\", not \"overlapped\" or \"serial\"" otherwise (the topology's migration.planning,
+/// a plan's migration.cost_model.planning).
+bool planning_overlapped(const std::string& word, const std::string& where);
+
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// prefixed by `origin` (the topology's file or shipped name): "t.json: 64 experts are not
 /// divisible by 6 EP ranks".

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
@@ -158,14 +159,7 @@ ojson migration_ojson(const PlanFileMigration& m) {
     j["busiest_inter_node_bytes"] = m.busiest_inter_bytes;
     j["materialization_seconds"] = m.cost ? ojson(m.seconds) : ojson(nullptr);
     j["compute_seconds"] = m.cost ? ojson(m.compute_seconds) : ojson(nullptr);
-    if (m.cost) {
-        MigrationCost c;
-        c.plan_seconds = m.cost->plan_seconds;
-        c.overlap_planning = m.cost->overlap_planning;
-        j["modelled_seconds"] = m.compute_seconds + step_overhead_seconds(c, m.seconds);
-    } else {
-        j["modelled_seconds"] = nullptr;
-    }
+    j["modelled_seconds"] = m.cost ? ojson(plan_modelled_seconds(m)) : ojson(nullptr);
     j["peak_sum_previous"] = m.peak_sum_previous;
     j["peak_sum_start"] = m.peak_sum_start;
     return j;
@@ -212,6 +206,14 @@ ojson planner_ojson(const PlanFile& f) {
 
 std::string plan_migration_json(const PlanFileMigration& m) {
     return migration_ojson(m).dump();
+}
+
+double plan_modelled_seconds(const PlanFileMigration& m) {
+    if (!m.cost) throw std::invalid_argument("plan_modelled_seconds: the migration section has no cost model");
+    MigrationCost c;
+    c.plan_seconds = m.cost->plan_seconds;
+    c.overlap_planning = m.cost->overlap_planning;
+    return m.compute_seconds + step_overhead_seconds(c, m.seconds);
 }
 
 namespace {
@@ -749,12 +751,8 @@ PlanFileMigration parse_plan_migration(const JsonField& m) {
                                    c["inter_node_GBps"].number(),        c["seconds_per_U"].number(),
                                    c["seconds_per_U_derived"].boolean(), c["from_topology"].boolean()};
         if (c["plan_seconds"].exists()) f.cost->plan_seconds = c["plan_seconds"].number(0, 1e15);
-        if (const JsonField p = c["planning"]; p.exists()) {
-            const std::string& how = p.string();
-            if (how != "overlapped" && how != "serial")
-                throw InputError(p.where() + " is \"" + util::printable(how) + "\", not \"overlapped\" or \"serial\"");
-            f.cost->overlap_planning = how == "overlapped";
-        }
+        if (const JsonField p = c["planning"]; p.exists())
+            f.cost->overlap_planning = planning_overlapped(p.string(), p.where());
     }
     auto count = [&m](const char* key) { return m[key].exists() ? m[key].integer(0) : std::int64_t{0}; };
     auto bytes = [&m](const char* key) { return m[key].exists() ? m[key].number() : 0.0; };
@@ -772,8 +770,8 @@ PlanFileMigration parse_plan_migration(const JsonField& m) {
 constexpr double kMaxHistoryLoad = 1e18;
 
 /// The "history" section (version 10) of a plan of model `model` into a RunHistory; InputError naming the
-/// field: "<origin>.history.weight is 7, not a number in [1, 3]", "<origin>.history.loads has 2 rows, not
-/// 26 (one per MoE layer)".
+/// field: "<origin>: history.weight is 7, not a number in [1, 3]", "<origin>: history.loads has 2 rows,
+/// not 26 (one per MoE layer)".
 RunHistory parse_history(const JsonField& h, const ModelDescription& model) {
     h.object();
     RunHistory out;

@@ -195,6 +195,11 @@ std::string plan_migration_json(const PlanResult& r);
 /// The same section of a plan file ("null" when !m.present), the writer plan_file_to_json uses.
 std::string plan_migration_json(const PlanFileMigration& m);
 
+/// The section's modelled step time, seconds: compute_seconds + step_overhead_seconds of the
+/// materialization seconds with the cost model's plan_seconds and planning (eq. 19; the file's
+/// "modelled_seconds"). std::invalid_argument without a cost model (the file writes null then).
+double plan_modelled_seconds(const PlanFileMigration& m);
+
 /// The plan file of a planner result without its text: exactly what parse_plan(plan_to_json(r), origin)
 /// reads back (version kPlanVersion), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);

@@ -33,10 +33,7 @@ SweepLine sweep_line(const PlanFile& f, double planner_s) {
         l.migration_bytes = f.migration.bytes;
         l.materialization_s = f.migration.seconds;
         l.compute_s = f.migration.compute_seconds;
-        MigrationCost c;
-        c.plan_seconds = f.migration.cost->plan_seconds;
-        c.overlap_planning = f.migration.cost->overlap_planning;
-        l.modelled_s = f.migration.compute_seconds + step_overhead_seconds(c, f.migration.seconds);
+        l.modelled_s = plan_modelled_seconds(f.migration);
     }
     l.multi_node = f.comm.nodes > 1;
     if (!l.multi_node) return l;
