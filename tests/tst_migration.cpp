@@ -17,6 +17,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,8 @@ private Q_SLOTS:
     void boundOverEveryPlacement();
     void anyPlacementBoundEqualsAFullScan();
     void frontierIsBestOfSmallerBudgets();
+    void budgetsAreMonotone();
+    void sequencerExtendsTrajectories();
     void historyFoldsDecayedLoads();
     void historyChoosesTheMoves();
     void historyChainEqualsStepByStep();
@@ -671,6 +674,71 @@ void TestMigration::frontierIsBestOfSmallerBudgets() {
     } catch (const InputError& e) {
         QCOMPARE(std::string(e.what()), std::string("frontier: window 'w31' has no previous placement"));
     }
+}
+
+void TestMigration::budgetsAreMonotone() {
+    // Separate plans: a larger budget never plans a higher max_g U than a smaller one, every budget
+    // is kept, and every budget of at least L x E plans what unlimited moves plan.
+    for (const std::uint64_t seed : {5, 6}) {
+        PlanInput in = synth_input(4, seed);
+        const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+        in.previous = identity_placement(L, E, 8);
+        std::vector<std::int64_t> budgets;
+        for (std::int64_t b = 0; b <= 24; ++b)
+            budgets.push_back(b);
+        for (std::int64_t b = 32; b < std::int64_t{L} * E; b += 16)
+            budgets.push_back(b);
+        budgets.push_back(std::int64_t{L} * E);
+        double last = std::numeric_limits<double>::infinity(), first = 0;
+        for (const std::int64_t b : budgets) {
+            in.budgets.max_moves = b;
+            const PlanResult r = plan_window(in);
+            QVERIFY2(r.migration.figures.moved <= b, qPrintable(QString("budget %1").arg(b)));
+            const double u = r.routepack.metrics.score.max_u;
+            QVERIFY2(u <= last,
+                     qPrintable(QString("seed %1 budget %2: %3 above %4").arg(seed).arg(b).arg(u).arg(last)));
+            if (b == 0) first = u;
+            last = u;
+        }
+        QVERIFY(last < first); // the moves pay on this window: the test can fail
+        in.budgets.max_moves = -1;
+        const PlanResult unlimited = plan_window(in);
+        QCOMPARE(unlimited.routepack.metrics.score.max_u, last);
+        in.budgets.max_moves = 10 * std::int64_t{L} * E;
+        QCOMPARE(plan_window(in).routepack.metrics.score.max_u, last);
+    }
+}
+
+void TestMigration::sequencerExtendsTrajectories() {
+    // The sequence for a trajectory length is the same whether the trajectories were extended from a
+    // shorter run or started afresh, in any order of lengths; its moves count as placement_moves does
+    // and its peak sums follow the placement after each prefix.
+    PlanInput in = synth_input(4, 7);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    const Placement prev = identity_placement(L, E, 8);
+    const std::vector<std::uint64_t> loads = aggregate_expert_loads(in.window.counts, in.window.size(), L, E);
+    const GroupLoads g = aggregate_group_loads(loads, L, E);
+    const Placement lpt = lpt_placement(loads, L, E, 8);
+    MoveSequencer seq(g, prev, &lpt);
+    for (const std::int64_t m : {4, 16, 2, -1, 8}) {
+        const std::vector<MoveStep> a = seq.sequence(m), b = move_sequence(g, prev, &lpt, m);
+        QCOMPARE(a.size(), b.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            QCOMPARE(a[k].layer, b[k].layer);
+            QCOMPARE(a[k].moves, b[k].moves);
+            QCOMPARE(a[k].rank, b[k].rank);
+        }
+        QVERIFY(!a.empty());
+        const auto sums = sequence_peak_sums(g, a, prev, a.back().moves);
+        QCOMPARE(sums.size(), a.size() + 1);
+        for (std::size_t k = 0; k <= a.size(); k += std::max<std::size_t>(1, a.size() / 5)) {
+            const Placement pi = sequence_placement(a, k, prev);
+            QCOMPARE(moved_experts(pi, prev), k == 0 ? std::int64_t{0} : a[k - 1].moves);
+            QCOMPARE(sums[k], row_shard_peak_sums(g, pi));
+            if (k > 0) QVERIFY(sums[k][0] < sums[k - 1][0]); // every step of the hull gains
+        }
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sequence_placement(move_sequence(g, prev, nullptr, 4), 1000, prev));
 }
 
 void TestMigration::historyFoldsDecayedLoads() {

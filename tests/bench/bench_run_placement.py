@@ -43,14 +43,41 @@ DECAYS = [0.5, 1.0]
 HISTORY_FRACTIONS = [0.05, 0.10, 0.25, None]
 
 
+def common_arguments(ap, threads):
+    """The arguments every run benchmark takes: --routepack, --shared, --work, --threads (default `threads`)."""
+    ap.add_argument("--routepack", required=True, help="the routepack CLI (build/app/routepack)")
+    ap.add_argument("--shared", required=True, help="the shared data folder (../shared)")
+    ap.add_argument("--work", required=True, help="scratch folder: the library and every plan file")
+    ap.add_argument("--threads", type=int, default=threads, help=f"planner threads per plan (default {threads})")
+
+
+def routepack_cli(routepack):
+    """cli(*args) -> stdout of `routepack args`; exits naming the command and its stderr when it fails."""
+    def cli(*args):
+        r = subprocess.run([routepack, *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"routepack {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+        return r.stdout
+    return cli
+
+
+def cached_planner(cli, base):
+    """plan(window, path, *extra) -> the plan document at `path`, planned once with `routepack plan` and the
+    arguments `base` (written to path.tmp, then renamed, so an interrupted run re-plans it)."""
+    def plan(window, path, *extra):
+        if not os.path.exists(path):
+            cli("plan", *base, "--window", window, "--out", path + ".tmp", *extra)
+            os.replace(path + ".tmp", path)
+        with open(path) as f:
+            return json.load(f)
+    return plan
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  usage="bench_run_placement.py --routepack CLI --shared DIR --work DIR "
                                        "[--threads N] [--runs NAME,...] [--decays D,...]")
-    ap.add_argument("--routepack", required=True, help="the routepack CLI (build/app/routepack)")
-    ap.add_argument("--shared", required=True, help="the shared data folder (../shared)")
-    ap.add_argument("--work", required=True, help="scratch folder: the library and every plan file")
-    ap.add_argument("--threads", type=int, default=2, help="planner threads per plan (default 2)")
+    common_arguments(ap, 2)
     ap.add_argument("--runs", default="ds128,ds64,m47", help="runs to measure (default ds128,ds64,m47)")
     ap.add_argument("--decays", default=",".join(str(d) for d in DECAYS), help="history decays (default 0.5,1.0)")
     a = ap.parse_args()
@@ -58,12 +85,7 @@ def main() -> int:
     db = os.path.join(a.work, "runs.routepack")
     decays = [float(d) for d in a.decays.split(",") if d]
 
-    def cli(*args):
-        r = subprocess.run([a.routepack, *args], capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"routepack {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
-        return r.stdout
-
+    cli = routepack_cli(a.routepack)
     traces = json.loads(cli("info", "--db", db, "--json")).get("traces", []) if os.path.exists(db) else []
     have = {t["name"]: t for t in traces}
     windows = {w["name"] for t in traces for w in t.get("windows", [])}
@@ -90,15 +112,8 @@ def main() -> int:
         for topo in TOPOLOGIES[model]:
             out = os.path.join(a.work, name, topo)
             os.makedirs(out, exist_ok=True)
-            base = ["--db", db, "--trace", trace, "--topology", topo, "--seed", "7", "--threads", str(a.threads),
-                    "--quiet"]
-
-            def plan(window, path, *extra):
-                if not os.path.exists(path):
-                    cli("plan", *base, "--window", window, "--out", path + ".tmp", *extra)
-                    os.replace(path + ".tmp", path)
-                with open(path) as f:
-                    return json.load(f)
+            plan = cached_planner(cli, ["--db", db, "--trace", trace, "--topology", topo, "--seed", "7",
+                                        "--threads", str(a.threads), "--quiet"])
 
             first = plan(steps[0], os.path.join(out, "step0.json"))
             experts = len(first["placement"]) * len(first["placement"][0])

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -77,6 +78,10 @@ struct LayerState {
     std::vector<Top4> top;            ///< [groups]
     std::vector<char> peak;           ///< [P] rank is the busiest of some group
     std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
+    /// With `transposed` (swap_delta): we as [E][groups], W as [P][groups], and per rank pair a < b
+    /// the largest load of each group over the other ranks, [P][P][groups].
+    bool transposed = false;
+    std::vector<std::int64_t> weT, Wt, others;
 
     void refresh() {
         std::fill(peak.begin(), peak.end(), 0);
@@ -87,6 +92,30 @@ struct LayerState {
             peak[idx(t.p[0])] = 1;
             F += t.v[0];
         }
+        if (!transposed) return;
+        for (int p = 0; p < P; ++p)
+            for (int g = 0; g < groups; ++g)
+                Wt[idx(p) * groups + g] = W(g, p);
+        for (int a = 0; a < P; ++a)
+            for (int b = a + 1; b < P; ++b) {
+                std::int64_t* m = others.data() + (idx(a) * P + b) * groups;
+                for (int g = 0; g < groups; ++g)
+                    m[g] = max_except(top[idx(g)], a, b);
+            }
+    }
+    /// delta(e1, e2, a, b) from the transposed arrays: the same integers, contiguous per group.
+    std::int64_t swap_delta(int e1, int e2, int a, int b) const {
+        const std::int64_t* m = others.data() + (idx(std::min(a, b)) * P + std::max(a, b)) * groups;
+        const std::int64_t* wa = Wt.data() + idx(a) * groups;
+        const std::int64_t* wb = Wt.data() + idx(b) * groups;
+        const std::int64_t* x1 = weT.data() + idx(e1) * groups;
+        const std::int64_t* x2 = weT.data() + idx(e2) * groups;
+        std::int64_t d = 0;
+        for (int g = 0; g < groups; ++g) {
+            const std::int64_t x = x2[g] - x1[g];
+            d += std::max(std::max(m[g], wa[g] + x), wb[g] - x);
+        }
+        return d - F;
     }
     /// Change of F when e1 (rank a) and e2 (rank b) trade ranks.
     std::int64_t delta(int e1, int e2, int a, int b) const {
@@ -122,9 +151,19 @@ struct LayerState {
     }
 };
 
-LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const std::vector<int>& rank) {
+LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const std::vector<int>& rank,
+                       bool transposed = false) {
     LayerState st;
     st.P = P, st.E = E, st.groups = groups, st.we = we;
+    st.transposed = transposed;
+    if (transposed) {
+        st.weT.resize(idx(E) * groups);
+        for (int g = 0; g < groups; ++g)
+            for (int e = 0; e < E; ++e)
+                st.weT[idx(e) * groups + g] = we[idx(g) * E + e];
+        st.Wt.resize(idx(P) * groups);
+        st.others.resize(idx(P) * P * groups);
+    }
     st.W.assign(groups, P, 0);
     st.top.resize(idx(groups));
     st.peak.assign(idx(P), 0);
@@ -191,44 +230,69 @@ bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<
     return true;
 }
 
-/// The greedy swaps of one layer (budgeted_placement). `home` [E] previous rank; `we` [groups][E].
-Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vector<int>& home, int P) {
-    const int E = static_cast<int>(home.size());
-    std::vector<int> rank = home;
-    LayerState st = layer_state(we, groups, E, P, rank);
+/// The greedy swaps of one layer (budgeted_placement), resumable: extend(m) continues the trajectory
+/// until m moved experts (-1: no limit), so a longer trajectory extends a shorter one's steps.
+/// `home` [E] previous rank; `we` [groups][E]; relocation chains only with `chains`.
+struct TrajectoryRun {
+    std::vector<int> home, rank;
+    LayerState st;
     Trajectory t;
     std::int64_t moved = 0;
-    t.options.push_back(LayerOption{0, st.F, 0});
-    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
-    for (int step = 0; step < 2 * E + 4 && P > 1; ++step) {
-        double best = 0;
-        int b1 = -1, b2 = -1, bdc = 0;
-        for (int e1 = 0; e1 < E; ++e1) {
-            for (int e2 = e1 + 1; e2 < E; ++e2) {
-                const int a = at(rank, e1), b = at(rank, e2);
-                if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
-                const std::int64_t d = st.delta(e1, e2, a, b);
-                if (d >= 0) continue;
-                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
-                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
-                if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
-            }
-        }
-        if (b1 < 0) {
-            if (!relocation_chain(st, rank, home, t, moved)) break;
-            ++step; // a chain is two swaps
-            continue;
-        }
-        const int a = at(rank, b1), b = at(rank, b2);
-        st.apply(b1, b2, a, b);
-        rank[idx(b1)] = b;
-        rank[idx(b2)] = a;
-        moved += bdc;
-        t.swaps.emplace_back(b1, b2);
-        t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+    int step = 0;
+    bool done = false, chains = true;
+
+    TrajectoryRun(const std::int64_t* we, int groups, const std::vector<int>& h, int P, bool with_chains)
+        : home(h), rank(h), st(layer_state(we, groups, static_cast<int>(h.size()), P, h, true)), chains(with_chains) {
+        t.options.push_back(LayerOption{0, st.F, 0});
+        done = P <= 1;
     }
-    return t;
-}
+
+    void extend(std::int64_t max_moves) {
+        const int E = st.E;
+        const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
+        for (; !done && step < 2 * E + 4 && (max_moves < 0 || moved < max_moves); ++step) {
+            double best = 0;
+            int b1 = -1, b2 = -1, bdc = 0;
+            for (int e1 = 0; e1 < E; ++e1) {
+                for (int e2 = e1 + 1; e2 < E; ++e2) {
+                    const int a = at(rank, e1), b = at(rank, e2);
+                    if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
+                    const std::int64_t d = st.swap_delta(e1, e2, a, b);
+                    if (d >= 0) continue;
+                    const int dc =
+                        (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
+                    const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                    if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
+                }
+            }
+            if (b1 < 0) {
+                if (!chains || !relocation_chain(st, rank, home, t, moved)) {
+                    done = true;
+                    break;
+                }
+                ++step; // a chain is two swaps
+                continue;
+            }
+            const int a = at(rank, b1), b = at(rank, b2);
+            st.apply(b1, b2, a, b);
+            rank[idx(b1)] = b;
+            rank[idx(b2)] = a;
+            moved += bdc;
+            t.swaps.emplace_back(b1, b2);
+            t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+        }
+    }
+
+    /// The options a run stopped at `max_moves` would hold: up to the first at or past it.
+    std::vector<LayerOption> options_until(std::int64_t max_moves) const {
+        std::vector<LayerOption> out;
+        for (const LayerOption& o : t.options) {
+            out.push_back(o);
+            if (max_moves >= 0 && o.moves >= max_moves) break;
+        }
+        return out;
+    }
+};
 
 /// The options no other option beats: ascending moves, strictly descending peak (ties: fewer
 /// moves, then fewer steps).
@@ -341,33 +405,59 @@ struct LayerChoices {
     std::vector<std::vector<LayerOption>> stairs;
 };
 
-LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target) {
-    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks, groups = loads.groups;
+/// The target's layer as an option (steps -1): its moves from previous and its measure.
+LayerOption target_option(const GroupLoads& loads, const Placement& prev, const Placement& target, int l) {
+    const int E = prev.experts;
+    std::vector<int> rank(idx(E));
+    std::int64_t moved = 0;
+    for (int e = 0; e < E; ++e) {
+        rank[idx(e)] = target.rank_of(l, e);
+        moved += target.rank_of(l, e) != prev.rank_of(l, e) ? 1 : 0;
+    }
+    const std::int64_t* we = loads.w.data() + idx(l) * loads.groups * E;
+    return LayerOption{moved, layer_state(we, loads.groups, E, prev.ep_ranks, rank).F, -1};
+}
+
+std::vector<int> previous_ranks(const Placement& prev, int l) {
+    std::vector<int> home(idx(prev.experts));
+    for (int e = 0; e < prev.experts; ++e)
+        home[idx(e)] = prev.rank_of(l, e);
+    return home;
+}
+
+/// The choices of the layers' runs stopped at `max_moves`, extending each first.
+LayerChoices choices_of(std::vector<TrajectoryRun>& runs, const GroupLoads& loads, const Placement& prev,
+                        const Placement* target, std::int64_t max_moves) {
+    const int L = prev.layers;
     LayerChoices c;
     c.trajectories.resize(idx(L));
     c.stairs.resize(idx(L));
     tbb::parallel_for(tbb::blocked_range<int>(0, L, 1), [&](const tbb::blocked_range<int>& range) {
         for (int l = range.begin(); l < range.end(); ++l) {
-            std::vector<int> home(idx(E));
-            for (int e = 0; e < E; ++e)
-                home[idx(e)] = prev.rank_of(l, e);
-            const std::int64_t* we = loads.w.data() + idx(l) * groups * E;
-            Trajectory t = layer_trajectory(we, groups, home, P);
-            std::vector<LayerOption> all = t.options;
-            if (target) {
-                std::vector<int> rank(idx(E));
-                std::int64_t moved = 0;
-                for (int e = 0; e < E; ++e) {
-                    rank[idx(e)] = target->rank_of(l, e);
-                    moved += target->rank_of(l, e) != prev.rank_of(l, e) ? 1 : 0;
-                }
-                all.push_back(LayerOption{moved, layer_state(we, groups, E, P, rank).F, -1});
-            }
+            TrajectoryRun& run = runs[idx(l)];
+            run.extend(max_moves);
+            std::vector<LayerOption> all = run.options_until(max_moves);
+            if (target) all.push_back(target_option(loads, prev, *target, l));
             c.stairs[idx(l)] = staircase(std::move(all));
-            c.trajectories[idx(l)] = std::move(t);
+            c.trajectories[idx(l)] = run.t;
         }
     });
     return c;
+}
+
+std::vector<TrajectoryRun> trajectory_runs(const GroupLoads& loads, const Placement& prev, bool chains) {
+    std::vector<TrajectoryRun> runs;
+    runs.reserve(idx(prev.layers));
+    for (int l = 0; l < prev.layers; ++l)
+        runs.emplace_back(loads.w.data() + idx(l) * loads.groups * prev.experts, loads.groups, previous_ranks(prev, l),
+                          prev.ep_ranks, chains);
+    return runs;
+}
+
+LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target,
+                           std::int64_t max_moves, bool chains) {
+    std::vector<TrajectoryRun> runs = trajectory_runs(loads, prev, chains);
+    return choices_of(runs, loads, prev, target, max_moves);
 }
 
 /// One hull segment of a layer: from stair point `from` to `to`.
@@ -388,7 +478,161 @@ void layer_at(const LayerOption& o, const Trajectory& t, const Placement& prev, 
     }
 }
 
+/// Every layer's upper-hull segments in descending gain per move (a segment of no moves first);
+/// stable: lower layer, then earlier.
+std::vector<Segment> sorted_segments(const LayerChoices& ch) {
+    std::vector<Segment> segments;
+    for (int l = 0; l < static_cast<int>(ch.stairs.size()); ++l) {
+        const auto& s = ch.stairs[idx(l)];
+        const std::vector<int> h = hull(s);
+        for (std::size_t k = 1; k < h.size(); ++k) {
+            const LayerOption &a = s[idx(h[k - 1])], &b = s[idx(h[k])];
+            segments.push_back(Segment{l, h[k - 1], h[k], b.moves - a.moves, a.peak - b.peak});
+        }
+    }
+    std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
+        return static_cast<double>(x.gain) * static_cast<double>(std::max<std::int64_t>(y.moves, 0)) >
+               static_cast<double>(y.gain) * static_cast<double>(std::max<std::int64_t>(x.moves, 0));
+    });
+    return segments;
+}
+
+/// The busiest-rank load of each row-shard of layer l when the layer's experts sit on `rank`.
+void layer_peaks(const GroupLoads& loads, int l, const std::vector<int>& rank, int P, std::int64_t* out) {
+    const int E = loads.experts, RS = loads.groups;
+    std::vector<std::int64_t> w(idx(P));
+    for (int rs = 0; rs < RS; ++rs) {
+        std::fill(w.begin(), w.end(), 0);
+        const std::int64_t* x = loads.w.data() + (idx(l) * RS + rs) * E;
+        for (int e = 0; e < E; ++e)
+            w[idx(rank[idx(e)])] += x[e];
+        out[rs] = *std::max_element(w.begin(), w.end());
+    }
+}
+
+void check_loads(const GroupLoads& loads, const Placement& pi, const char* who) {
+    if (loads.layers != pi.layers || loads.experts != pi.experts || loads.groups < 1 ||
+        loads.w.size() != static_cast<std::size_t>(pi.layers) * loads.groups * pi.experts)
+        throw std::invalid_argument(std::string(who) + ": the loads are not " + std::to_string(pi.layers) +
+                                    " MoE layers x " + std::to_string(pi.experts) + " experts");
+}
+
 } // namespace
+
+namespace {
+
+std::vector<MoveStep> sequence_of(const LayerChoices& ch, const Placement& previous, const Placement* target) {
+    std::vector<MoveStep> out;
+    std::int64_t moves = 0;
+    for (const Segment& sg : sorted_segments(ch)) {
+        const auto& s = ch.stairs[idx(sg.layer)];
+        MoveStep st;
+        st.layer = sg.layer;
+        moves += sg.moves;
+        st.moves = moves;
+        st.rank.resize(idx(previous.experts));
+        layer_at(s[idx(sg.to)], ch.trajectories[idx(sg.layer)], previous, target, sg.layer, st.rank);
+        out.push_back(std::move(st));
+    }
+    return out;
+}
+
+} // namespace
+
+struct MoveSequencer::State {
+    GroupLoads loads;
+    Placement previous, target;
+    bool has_target = false;
+    std::vector<TrajectoryRun> runs;
+};
+
+MoveSequencer::MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target)
+    : state_(std::make_unique<State>()) {
+    check_loads(loads, previous, "move_sequence");
+    physical_to_logical(previous);
+    State& st = *state_;
+    st.loads = std::move(loads);
+    st.previous = previous;
+    if (target) st.target = relabel_to_previous(*target, previous);
+    st.has_target = target != nullptr;
+    st.runs = trajectory_runs(st.loads, st.previous, true);
+}
+
+MoveSequencer::~MoveSequencer() = default;
+
+std::vector<MoveStep> MoveSequencer::sequence(std::int64_t trajectory_moves) {
+    State& st = *state_;
+    const Placement* tg = st.has_target ? &st.target : nullptr;
+    return sequence_of(choices_of(st.runs, st.loads, st.previous, tg, trajectory_moves), st.previous, tg);
+}
+
+std::vector<MoveStep> move_sequence(const GroupLoads& loads, const Placement& previous, const Placement* target,
+                                    std::int64_t trajectory_moves) {
+    return MoveSequencer(loads, previous, target).sequence(trajectory_moves);
+}
+
+Placement sequence_placement(const std::vector<MoveStep>& seq, std::size_t steps, const Placement& previous) {
+    if (steps > seq.size())
+        throw std::invalid_argument("sequence_placement: " + std::to_string(steps) + " steps of a sequence of " +
+                                    std::to_string(seq.size()));
+    const int L = previous.layers, E = previous.experts, P = previous.ep_ranks, H = previous.slots_per_rank();
+    std::vector<const MoveStep*> last(idx(L), nullptr);
+    for (std::size_t k = 0; k < steps; ++k)
+        last[idx(seq[k].layer)] = &seq[k];
+    Placement out = previous;
+    for (int l = 0; l < L; ++l) {
+        if (!last[idx(l)]) continue;
+        std::vector<int> filled(idx(P), 0);
+        for (int e = 0; e < E; ++e) {
+            const int p = last[idx(l)]->rank[idx(e)];
+            out.slot[idx(l) * E + e] = p * H + filled[idx(p)]++;
+        }
+    }
+    return keep_previous_slots(out, previous);
+}
+
+std::vector<std::int64_t> row_shard_peak_sums(const GroupLoads& loads, const Placement& pi) {
+    check_loads(loads, pi, "row_shard_peak_sums");
+    const int L = pi.layers, E = pi.experts, RS = loads.groups;
+    std::vector<std::int64_t> sum(idx(RS), 0), peaks(idx(RS));
+    std::vector<int> rank(idx(E));
+    for (int l = 0; l < L; ++l) {
+        for (int e = 0; e < E; ++e)
+            rank[idx(e)] = pi.rank_of(l, e);
+        layer_peaks(loads, l, rank, pi.ep_ranks, peaks.data());
+        for (int rs = 0; rs < RS; ++rs)
+            sum[idx(rs)] += peaks[idx(rs)];
+    }
+    return sum;
+}
+
+std::vector<std::vector<std::int64_t>> sequence_peak_sums(const GroupLoads& loads, const std::vector<MoveStep>& seq,
+                                                          const Placement& previous, std::int64_t max_moves) {
+    check_loads(loads, previous, "sequence_peak_sums");
+    const int L = previous.layers, E = previous.experts, RS = loads.groups;
+    Grid<std::int64_t> peak(L, RS);
+    std::vector<int> rank(idx(E));
+    std::vector<std::int64_t> sum(idx(RS), 0);
+    for (int l = 0; l < L; ++l) {
+        for (int e = 0; e < E; ++e)
+            rank[idx(e)] = previous.rank_of(l, e);
+        layer_peaks(loads, l, rank, previous.ep_ranks, peak.row(l).data());
+        for (int rs = 0; rs < RS; ++rs)
+            sum[idx(rs)] += peak(l, rs);
+    }
+    std::vector<std::vector<std::int64_t>> out{sum};
+    std::vector<std::int64_t> fresh(idx(RS));
+    for (const MoveStep& st : seq) {
+        if (st.moves > max_moves) break;
+        layer_peaks(loads, st.layer, st.rank, previous.ep_ranks, fresh.data());
+        for (int rs = 0; rs < RS; ++rs) {
+            sum[idx(rs)] += fresh[idx(rs)] - peak(st.layer, rs);
+            peak(st.layer, rs) = fresh[idx(rs)];
+        }
+        out.push_back(sum);
+    }
+    return out;
+}
 
 GroupLoads aggregate_group_loads(std::span<const std::uint64_t> loads, int L, int E) {
     if (loads.size() != static_cast<std::size_t>(L) * E)
@@ -433,22 +677,10 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
     Placement relabeled;
     if (rq.target) relabeled = relabel_to_previous(*rq.target, prev);
     const Placement* target = rq.target ? &relabeled : nullptr;
-    const LayerChoices ch = layer_choices(loads, prev, target);
-
-    std::vector<Segment> segments;
-    for (int l = 0; l < L; ++l) {
-        const auto& s = ch.stairs[idx(l)];
-        const std::vector<int> h = hull(s);
-        for (std::size_t k = 1; k < h.size(); ++k) {
-            const LayerOption &a = s[idx(h[k - 1])], &b = s[idx(h[k])];
-            segments.push_back(Segment{l, h[k - 1], h[k], b.moves - a.moves, a.peak - b.peak});
-        }
-    }
-    // Descending gain per move (a segment of no moves first); stable: lower layer, then earlier.
-    std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
-        return static_cast<double>(x.gain) * static_cast<double>(std::max<std::int64_t>(y.moves, 0)) >
-               static_cast<double>(y.gain) * static_cast<double>(std::max<std::int64_t>(x.moves, 0));
-    });
+    std::int64_t stop_at = rq.cost ? -1 : rq.max_moves;
+    if (rq.trajectory_moves >= 0) stop_at = stop_at < 0 ? rq.trajectory_moves : std::min(stop_at, rq.trajectory_moves);
+    const LayerChoices ch = layer_choices(loads, prev, target, stop_at, rq.relocation_chains);
+    const std::vector<Segment> segments = sorted_segments(ch);
     std::vector<int> at(idx(L), 0); // chosen stair point per layer
     std::vector<char> closed(idx(L), 0);
     std::int64_t used = 0;

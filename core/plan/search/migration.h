@@ -8,6 +8,7 @@
 #include <string>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -82,7 +83,13 @@ struct MoveRequest {
     const Placement* previous = nullptr; ///< the previous step's placement (required)
     /// A full re-placement (LPT, Algorithm 1) offered layer by layer as an alternative end point.
     const Placement* target = nullptr;
-    std::int64_t max_moves = -1;         ///< moved experts over all layers at most; -1 = unlimited
+    std::int64_t max_moves = -1; ///< moved experts over all layers at most; -1 = unlimited
+    /// A layer's greedy trajectory stops at this many moved experts (-1: at max_moves, the most any
+    /// layer could take): a cap below it trades the layers' options for time.
+    std::int64_t trajectory_moves = -1;
+    /// Relocation chains where no swap helps (off: each layer's trajectory ends there, far sooner on
+    /// many row-shards, where a chain search costs O(E^3 x groups)).
+    bool relocation_chains = true;
     const MigrationCost* cost = nullptr; ///< with a cost: take moves only while they pay in modelled seconds
     /// Tokens of a layer's measure (sum over groups of the busiest-rank loads) per unit of max_g U:
     /// C x G (a window's tokens spread over the G EDP shards; an estimate used only to weigh moves
@@ -117,6 +124,55 @@ struct MovePlan {
 /// no chain is searched past 2^25 such tuples).
 /// std::invalid_argument on shapes that disagree or a missing previous.
 MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
+
+/// One state of a move sequence (move_sequence): layer `layer` changed to `rank`, the moves over
+/// all layers counted from the previous placement once it is taken.
+struct MoveStep {
+    int layer = 0;
+    std::int64_t moves = 0; ///< moved experts over all MoE layers after this step (>= the step before's)
+    std::vector<int> rank;  ///< [E] EP rank of each logical expert of `layer` after this step
+};
+
+/// budgeted_placement's moves with no budget and no cost, in the order its hull takes them (descending
+/// gain per move; ties: lower layer, then earlier), each layer's trajectory stopped at
+/// `trajectory_moves` moved experts (-1: not stopped): the placement after the first k steps is the
+/// budgeted placement of their moves, and the sequence does not depend on a budget, so the
+/// placements within B1 moves are among those within any B2 > B1 (the move ladder,
+/// docs/migration.md "Budgets are monotone"). Same cost and errors as budgeted_placement.
+std::vector<MoveStep> move_sequence(const GroupLoads& loads, const Placement& previous, const Placement* target,
+                                    std::int64_t trajectory_moves = -1);
+
+/// move_sequence for several trajectory lengths on the same loads: each layer's trajectory is
+/// extended from where an earlier call stopped (the greedy steps do not depend on where a run stops),
+/// so a ladder of lengths costs one trajectory of the longest. sequence(m) equals
+/// move_sequence(loads, previous, target, m) for any order of calls. Errors as move_sequence.
+class MoveSequencer {
+public:
+    MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target);
+    ~MoveSequencer();
+    MoveSequencer(const MoveSequencer&) = delete;
+    MoveSequencer& operator=(const MoveSequencer&) = delete;
+    std::vector<MoveStep> sequence(std::int64_t trajectory_moves);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+/// The placement after the first `steps` steps of `seq` from `previous` (slots as keep_previous_slots).
+/// std::invalid_argument when steps exceeds the sequence.
+Placement sequence_placement(const std::vector<MoveStep>& seq, std::size_t steps, const Placement& previous);
+
+/// Per row-shard sums of per-layer peaks, peak_sum[rs] = sum_l max_p W[rs][l][p] (tokens; eq. 14's
+/// numerator), of `pi` for the row-shard loads `loads` ([L][row_shards][E], row_shard_group_loads).
+/// std::invalid_argument when the shapes disagree.
+std::vector<std::int64_t> row_shard_peak_sums(const GroupLoads& loads, const Placement& pi);
+
+/// The peak sums after each prefix of `seq` (within `max_moves` moves), from those of `previous`:
+/// out[k] holds the sums after the first k steps (out[0]: previous), each [row_shards], updated one
+/// layer at a time (O(row_shards x E) per step).
+std::vector<std::vector<std::int64_t>> sequence_peak_sums(const GroupLoads& loads, const std::vector<MoveStep>& seq,
+                                                          const Placement& previous, std::int64_t max_moves);
 
 /// The placement of expert totals alone (no layout; `routepack place --previous`, Python place(...,
 /// previous=)) from request.previous: budgeted_placement on the aggregate loads with `lpt` offered per
