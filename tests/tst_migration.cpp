@@ -168,6 +168,13 @@ void TestMigration::relocationChainWhereNoSwapHelps() {
     QCOMPARE(three.placement.rank_of(0, 0), 2);
     QCOMPARE(three.placement.rank_of(0, 4), 1);
     QCOMPARE(three.placement.rank_of(0, 2), 0);
+    // Without relocation chains, or with the trajectory stopped before its first step, no move helps.
+    rq.relocation_chains = false;
+    QCOMPARE(budgeted_placement(g, rq).placement, prev);
+    QCOMPARE(budgeted_placement(g, rq).peak_after, std::int64_t{17});
+    rq.relocation_chains = true;
+    rq.trajectory_moves = 0;
+    QCOMPARE(budgeted_placement(g, rq).placement, prev);
 }
 
 void TestMigration::budgetGoesWhereItBuysMost() {

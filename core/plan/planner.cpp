@@ -81,8 +81,8 @@ constexpr double kRefineMaxPassWork = 5e6;
 /// A move budget's ladder (docs/migration.md "Budgets are monotone"). The search runs at the previous
 /// placement; then, for each ladder budget b in ascending order, the best of the current plan and
 /// the placements of the move sequence for b (move_sequence on `loads` toward `target`, trajectories
-/// stopped at ladder_trajectory_moves(b)) within b moves, scored at the current layout, and a
-/// final-pass round within b moves from there; at the first ladder budget above the plan's budget
+/// stopped at ladder_trajectory_moves(b)) within b moves, scored at the current layout, and
+/// kLadderRounds rounds within b moves from there; at the first ladder budget above the plan's budget
 /// only that pick, within the plan's budget. Nothing before the pick depends on the budget (only on
 /// the ladder's budgets), so a larger budget passes through every smaller one's plan and is never
 /// worse in the score.
@@ -93,7 +93,8 @@ struct MoveLadder {
 };
 
 /// A layer's trajectory length at ladder budget b: four times an even share of b over the L layers,
-/// at least 16 moved experts (the hull rarely gives a layer more).
+/// at least 16 moved experts (the hull rarely gives a layer more: on the real DeepSeek and Maverick
+/// windows on EP8 the frontier's plans were the same with trajectories stopped only at b).
 std::int64_t ladder_trajectory_moves(std::int64_t b, int layers) {
     return std::max<std::int64_t>(16, 4 * b / std::max(1, layers));
 }

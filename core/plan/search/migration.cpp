@@ -103,7 +103,9 @@ struct LayerState {
                     m[g] = max_except(top[idx(g)], a, b);
             }
     }
-    /// delta(e1, e2, a, b) from the transposed arrays: the same integers, contiguous per group.
+    /// Change of F when e1 (rank a) and e2 (rank b) trade ranks: sum over groups of the largest of the
+    /// other ranks' peak, W[a] + x and W[b] - x (x = we[e2] - we[e1]), minus F; from the transposed
+    /// arrays, contiguous per group.
     std::int64_t swap_delta(int e1, int e2, int a, int b) const {
         const std::int64_t* m = others.data() + (idx(std::min(a, b)) * P + std::max(a, b)) * groups;
         const std::int64_t* wa = Wt.data() + idx(a) * groups;
@@ -116,17 +118,6 @@ struct LayerState {
             d += std::max(std::max(m[g], wa[g] + x), wb[g] - x);
         }
         return d - F;
-    }
-    /// Change of F when e1 (rank a) and e2 (rank b) trade ranks.
-    std::int64_t delta(int e1, int e2, int a, int b) const {
-        std::int64_t d = 0;
-        for (int g = 0; g < groups; ++g) {
-            const std::span<const std::int64_t> w = W.row(g);
-            const std::int64_t x = we[idx(g) * E + e2] - we[idx(g) * E + e1];
-            const Top4& t = top[idx(g)];
-            d += std::max({max_except(t, a, b), w[a] + x, w[b] - x}) - t.v[0];
-        }
-        return d;
     }
     /// Change of F when e1 (rank a) goes to rank b, e2 (rank b) to rank c and e3 (rank c) to rank a.
     std::int64_t delta_cycle(int e1, int e2, int e3, int a, int b, int c) const {

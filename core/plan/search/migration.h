@@ -109,9 +109,11 @@ struct MovePlan {
 /// deterministic), a greedy trajectory from previous: each step the swap of two experts on different
 /// EP ranks that lowers the layer's measure, sum over groups of max_p W[g][l][p], with the most gain
 /// per added move (moving an expert back home or onward costs nothing more; ties: lower e1, e2); when
-/// no swap lowers it, the relocation chain over three ranks that does (an expert leaves a busiest rank
-/// a for b, one leaves b for c, one leaves c for a; the most gain per added move), until neither
-/// lowers it or after 2E + 4 steps (a chain counts as two);
+/// no swap lowers it and request.relocation_chains, the relocation chain over three ranks that does
+/// (an expert leaves a busiest rank a for b, one leaves b for c, one leaves c for a; the most gain
+/// per added move), until neither lowers it, after 2E + 4 steps (a chain counts as two), or once
+/// the layer has moved max_moves experts (without a cost; no budget could take more) or
+/// request.trajectory_moves;
 /// the layer's options are the trajectory's points and the target's layer (relabel_to_previous of
 /// `target`), as (moved experts, busiest-rank load). The layers' options are combined by the upper
 /// convex hull of each layer's best load per move count, its segments taken in descending gain per
@@ -135,8 +137,8 @@ struct MoveStep {
 
 /// budgeted_placement's moves with no budget and no cost, in the order its hull takes them (descending
 /// gain per move; ties: lower layer, then earlier), each layer's trajectory stopped at
-/// `trajectory_moves` moved experts (-1: not stopped): the placement after the first k steps is the
-/// budgeted placement of their moves, and the sequence does not depend on a budget, so the
+/// `trajectory_moves` moved experts (-1: not stopped): the order in which budgeted_placement takes
+/// hull segments until its budget first stops one, and it does not depend on a budget, so the
 /// placements within B1 moves are among those within any B2 > B1 (the move ladder,
 /// docs/migration.md "Budgets are monotone"). Same cost and errors as budgeted_placement.
 std::vector<MoveStep> move_sequence(const GroupLoads& loads, const Placement& previous, const Placement* target,
