@@ -28,7 +28,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -53,6 +55,89 @@ std::string topo_error(const std::string& fields) {
 
 /// Brute force, straight from the routes: for every cell, sample, layer and token, the set of nodes
 /// of its experts; one copy per node other than the DP slot's, one intra pair for the slot's own.
+/// k-means as plain scalar loops (what kmeans_clusters must equal to the bit): k-means++ seeding
+/// by D^2 sampling, then Lloyd rounds, each point to its nearest center (the lowest index among
+/// equals), every distance summed in index order. `ties_with_previous` counts the assignments after
+/// the first round where a lower-index center ties with the point's previous center and wins.
+std::vector<KMeansCluster> plain_kmeans(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
+                                        int iterations, Rng& rng, int* ties_with_previous = nullptr) {
+    const auto at = [](int x) { return static_cast<std::size_t>(x); };
+    const int n = static_cast<int>(pts.size());
+    auto row = [&](int j) { return phi.data() + at(pts[at(j)]) * at(E); };
+    auto dist = [&](const double* a, const double* b) {
+        double s = 0;
+        for (int e = 0; e < E; ++e)
+            s += (a[e] - b[e]) * (a[e] - b[e]);
+        return s;
+    };
+    std::vector<std::vector<double>> centers;
+    std::vector<double> d2(at(n), std::numeric_limits<double>::infinity());
+    const int first = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+    centers.emplace_back(row(first), row(first) + E);
+    while (static_cast<int>(centers.size()) < k) {
+        double total = 0;
+        for (int j = 0; j < n; ++j) {
+            d2[at(j)] = std::min(d2[at(j)], dist(row(j), centers.back().data()));
+            total += d2[at(j)];
+        }
+        if (!(total > 0)) break;
+        double x = rng.uniform() * total;
+        int pick = n - 1;
+        for (int j = 0; j < n; ++j) {
+            x -= d2[at(j)];
+            if (x < 0 && d2[at(j)] > 0) {
+                pick = j;
+                break;
+            }
+        }
+        if (!(d2[at(pick)] > 0)) break;
+        centers.emplace_back(row(pick), row(pick) + E);
+    }
+    const int K = static_cast<int>(centers.size());
+    std::vector<int> of(at(n), -1);
+    std::vector<KMeansCluster> cl(at(K));
+    for (int it = 0; it <= iterations; ++it) {
+        bool changed = false;
+        for (int j = 0; j < n; ++j) {
+            int best = 0;
+            double bd = dist(row(j), centers[0].data());
+            for (int c = 1; c < K; ++c)
+                if (const double d = dist(row(j), centers[at(c)].data()); d < bd) {
+                    bd = d;
+                    best = c;
+                }
+            if (ties_with_previous && of[at(j)] > best && bd == dist(row(j), centers[at(of[at(j)])].data()))
+                ++*ties_with_previous;
+            changed = changed || of[at(j)] != best;
+            of[at(j)] = best;
+        }
+        for (auto& c : cl) {
+            c.size = 0;
+            c.mean.assign(at(E), 0.0);
+        }
+        for (int j = 0; j < n; ++j) {
+            KMeansCluster& c = cl[at(of[at(j)])];
+            c.size += 1;
+            for (int e = 0; e < E; ++e)
+                c.mean[at(e)] += row(j)[e];
+        }
+        for (int c = 0; c < K; ++c) {
+            KMeansCluster& x = cl[at(c)];
+            if (x.size > 0)
+                for (double& v : x.mean)
+                    v /= x.size;
+            else
+                x.mean = centers[at(c)];
+            centers[at(c)] = x.mean;
+        }
+        if (!changed && it > 0) break;
+    }
+    std::vector<KMeansCluster> out;
+    for (auto& c : cl)
+        if (c.size > 0) out.push_back(std::move(c));
+    return out;
+}
+
 CommCost brute_force(const Layout& x, const Trace& w, const Topology& topo, const Placement& pi) {
     const int L = w.model.num_moe_layers(), N = topo.nodes();
     const auto rank_node = topo.node_of_rank();
@@ -367,14 +452,98 @@ private Q_SLOTS:
         QVERIFY(!w.has_routes());
     }
 
-    void demandsOfManyPlacementsInOnePass() {
-        // make_comm_demands on three random placements equals a recount per placement (each token's set
-        // of nodes), on 1 and 2 workers, for the three ways it counts: at most 8 nodes (per-mask bins),
-        // 9-64 (bit masks) and more (de-duplication stamps), with one-byte (E <= 255) and two-byte ids.
+    void kmeansEqualsThePlainLoops() {
+        // kmeans_clusters (four lanes, sums stopped past the best, Elkan's bounds) equals plain scalar
+        // k-means to the bit: the same clusters, sizes and mean doubles, on 1 and 2 workers. Points
+        // in clumps (so that Lloyd runs several rounds and the bounds skip centers) or spread wide (many
+        // points near a boundary), exact duplicates and points on a coarse grid (ties, decided by the
+        // lowest index), n, K and E not multiples of the lanes or of the 16 terms between early-stop
+        // checks.
         struct Case {
-            int N, P, E;
+            int n, E, k, grid;
+            double spread;
         };
-        for (const Case cs : {Case{4, 8, 16}, Case{20, 20, 300}, Case{70, 70, 280}}) {
+        for (const Case cs : {Case{37, 21, 10, 0, 0.1}, Case{130, 64, 25, 0, 0.1}, Case{61, 33, 13, 3, 0.1},
+                              Case{9, 5, 9, 1, 0.1}, Case{80, 6, 5, 1, 0.5}, Case{150, 40, 30, 0, 1.0},
+                              Case{200, 256, 100, 0, 0.1}, Case{50, 17, 1, 0, 0.1}}) {
+            std::mt19937 gen(static_cast<unsigned>(cs.n * 131 + cs.E));
+            std::uniform_real_distribution<double> unit(0.0, 1.0);
+            const int clumps = std::max(1, cs.k / 2);
+            std::vector<double> centre(static_cast<std::size_t>(clumps * cs.E));
+            for (double& v : centre)
+                v = unit(gen);
+            std::vector<double> phi(static_cast<std::size_t>(cs.n * cs.E));
+            for (int i = 0; i < cs.n; ++i) {
+                const int c = std::uniform_int_distribution<int>(0, clumps - 1)(gen);
+                const bool dup = i > 0 && unit(gen) < 0.2;
+                const int src = dup ? std::uniform_int_distribution<int>(0, i - 1)(gen) : -1;
+                for (int e = 0; e < cs.E; ++e) {
+                    double& v = phi[static_cast<std::size_t>(i * cs.E + e)];
+                    v = dup ? phi[static_cast<std::size_t>(src * cs.E + e)]
+                            : centre[static_cast<std::size_t>(c * cs.E + e)] + cs.spread * unit(gen);
+                    if (cs.grid > 0 && !dup) v = std::round(v * cs.grid) / cs.grid;
+                }
+            }
+            std::vector<int> pts;
+            for (int i = 0; i < cs.n; ++i)
+                if (i % 7 != 3) pts.push_back(i); // a subset, as the entropy filter keeps
+            const std::vector<KMeansCluster> want = [&] {
+                Rng rng(99);
+                return plain_kmeans(phi, cs.E, pts, cs.k, 25, rng);
+            }();
+            for (const int workers : {1, 2}) {
+                Rng rng(99);
+                const std::vector<KMeansCluster> got =
+                    tbb::task_arena(workers).execute([&] { return kmeans_clusters(phi, cs.E, pts, cs.k, 25, rng); });
+                QCOMPARE(got.size(), want.size());
+                for (std::size_t c = 0; c < got.size(); ++c) {
+                    QCOMPARE(got[c].size, want[c].size);
+                    QVERIFY(got[c].mean == want[c].mean);
+                }
+                QCOMPARE(rng.below(1000), [&] {
+                    Rng r(99);
+                    plain_kmeans(phi, cs.E, pts, cs.k, 25, r);
+                    return r.below(1000);
+                }());
+            }
+            QVERIFY(want.size() > 1 || cs.k == 1);
+        }
+        // Tiny windows of points on a small integer grid: centers meet at equal distances after the
+        // first round, where the previous center must lose a tie to a lower index (counted, so that
+        // the case is exercised).
+        int ties = 0;
+        for (unsigned seed = 0; seed < 2000; ++seed) {
+            std::mt19937 gen(seed);
+            auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+            const int n = pick(5, 12), E = pick(1, 2), k = pick(2, 4), top = pick(2, 5);
+            std::vector<double> phi(static_cast<std::size_t>(n * E));
+            for (double& v : phi)
+                v = pick(0, top);
+            std::vector<int> pts(static_cast<std::size_t>(n));
+            std::iota(pts.begin(), pts.end(), 0);
+            Rng a(seed), b(seed);
+            const std::vector<KMeansCluster> want = plain_kmeans(phi, E, pts, k, 25, a, &ties);
+            const std::vector<KMeansCluster> got = kmeans_clusters(phi, E, pts, k, 25, b);
+            QCOMPARE(got.size(), want.size());
+            for (std::size_t c = 0; c < got.size(); ++c) {
+                QCOMPARE(got[c].size, want[c].size);
+                QVERIFY(got[c].mean == want[c].mean);
+            }
+        }
+        QVERIFY(ties > 0);
+    }
+
+    void demandsOfManyPlacementsInOnePass() {
+        // make_comm_demands on Q random placements equals a recount per placement (each token's set of
+        // nodes), on 1 and 2 workers, for the four ways it counts: up to 8 placements on up to 8 nodes
+        // (every placement's node bits in one word, per-mask bins), more placements on up to 8 nodes
+        // (per-mask bins per placement), 9-64 nodes (bit masks) and more (de-duplication stamps), with
+        // one-byte (E <= 255) and two-byte ids.
+        struct Case {
+            int N, P, E, Q;
+        };
+        for (const Case cs :
+             {Case{4, 8, 16, 3}, Case{8, 8, 296, 8}, Case{8, 16, 32, 9}, Case{20, 20, 300, 3}, Case{70, 70, 280, 3}}) {
             std::mt19937 rng(static_cast<unsigned>(cs.N));
             auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
             const int L = 2, K = 6, n = 5;
@@ -401,17 +570,19 @@ private Q_SLOTS:
                 topo.ep_rank_nodes[static_cast<std::size_t>(p)] = p % cs.N;
             topo.dp_slot_nodes = {0};
             QCOMPARE(topo.nodes(), cs.N);
-            std::vector<Placement> pis(3, identity_placement(L, cs.E, cs.P));
+            std::vector<Placement> pis(static_cast<std::size_t>(cs.Q), identity_placement(L, cs.E, cs.P));
             for (Placement& pi : pis)
                 for (int l = 0; l < L; ++l)
                     std::shuffle(pi.slot.begin() + l * cs.E, pi.slot.begin() + (l + 1) * cs.E, rng);
             const std::vector<int> rank_node = topo.node_of_rank();
-            const std::vector<const Placement*> placed = {&pis[0], &pis[1], &pis[2]};
+            std::vector<const Placement*> placed;
+            for (const Placement& pi : pis)
+                placed.push_back(&pi);
             for (const int workers : {1, 2}) {
                 tbb::task_arena arena(workers);
                 const std::vector<CommDemand> got = arena.execute([&] { return make_comm_demands(w, topo, placed); });
-                QCOMPARE(got.size(), std::size_t{3});
-                for (std::size_t k = 0; k < 3; ++k) {
+                QCOMPARE(got.size(), pis.size());
+                for (std::size_t k = 0; k < pis.size(); ++k) {
                     V want(static_cast<std::size_t>(n) * L * cs.N, 0);
                     for (int i = 0; i < n; ++i)
                         for (int l = 0; l < L; ++l)

@@ -79,6 +79,31 @@ void count_layer(const std::uint8_t* p, std::int64_t tokens, int K, const int* n
     }
 }
 
+/// Up to 8 placements on up to 8 nodes at once: `table[e]` holds, in byte k, the bit of the node
+/// of logical expert e under placement k, so that one OR over a token's ids forms its node mask
+/// under every placement; the tokens are counted per (placement, mask) in `bins` [P][256] and the
+/// bins added to out[k][m] (out[k] [N]) afterwards. The same counts as count_layer per placement.
+template <int Width>
+void count_layer_packed(const std::uint8_t* p, std::int64_t tokens, int K, const std::uint64_t* table, std::size_t P,
+                        std::int64_t* const* out, std::vector<std::uint32_t>& bins) {
+    bins.assign(P * 256, 0);
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        std::uint64_t mask = 0;
+        const std::size_t base = static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        for (int s = 0; s < K; ++s) {
+            const std::int32_t id = route_id(p, base + static_cast<std::size_t>(s), Width);
+            if (id >= 0) mask |= table[id];
+        }
+        for (std::size_t k = 0; k < P; ++k)
+            ++bins[k * 256 + ((mask >> (8 * k)) & 0xffu)];
+    }
+    for (std::size_t k = 0; k < P; ++k)
+        for (unsigned mask = 1; mask < 256; ++mask)
+            if (const std::uint32_t c = bins[k * 256 + mask])
+                for (unsigned bits = mask; bits; bits &= bits - 1)
+                    out[k][std::countr_zero(bits)] += c;
+}
+
 } // namespace
 
 CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Placement& pi) {
@@ -129,16 +154,37 @@ std::vector<CommDemand> make_comm_demands(const Trace& window, const Topology& t
         c.tokens.assign(idx(c.n) * idx(L) * idx(c.N), 0);
     }
     const int N = topo.nodes();
+    // Up to 8 placements on up to 8 nodes: every placement's node bit of each expert in one word
+    // (byte k for placement k), per layer.
+    const bool packed = N <= 8 && P <= 8;
+    std::vector<std::uint64_t> table(packed ? idx(L) * idx(E) : 0, 0);
+    if (packed)
+        for (std::size_t k = 0; k < P; ++k)
+            for (std::size_t x = 0; x < table.size(); ++x)
+                table[x] |= std::uint64_t{1} << (8 * k + static_cast<std::size_t>(node_of_expert[k][x]));
     // One pass over the routes: each token's ids are read once for every placement.
     tbb::parallel_for(
         tbb::blocked_range<int>(0, static_cast<int>(window.size())), [&](const tbb::blocked_range<int>& range) {
             std::vector<std::int64_t> stamp(idx(N), -1);
             std::vector<std::uint32_t> bins;
+            std::vector<std::int64_t*> outs(P);
             std::int64_t stamp_no = 0;
             for (int i = range.begin(); i != range.end(); ++i) {
                 const SampleRoutes& r = window.routes[idx(i)];
                 for (int l = 0; l < L; ++l) {
                     const std::uint8_t* p = r.bytes.data() + r.index(l, 0, 0) * static_cast<std::size_t>(r.width);
+                    if (packed) {
+                        for (std::size_t k = 0; k < P; ++k)
+                            outs[k] = out[k].tokens.data() + (idx(i) * L + l) * idx(N);
+                        const std::uint64_t* t = table.data() + idx(l) * idx(E);
+                        if (r.width == 1)
+                            count_layer_packed<1>(p, r.tokens, K, t, P, outs.data(), bins);
+                        else if (r.width == 2)
+                            count_layer_packed<2>(p, r.tokens, K, t, P, outs.data(), bins);
+                        else
+                            count_layer_packed<4>(p, r.tokens, K, t, P, outs.data(), bins);
+                        continue;
+                    }
                     for (std::size_t k = 0; k < P; ++k) {
                         const int* node_of = node_of_expert[k].data() + idx(l) * E;
                         std::int64_t* counts = out[k].tokens.data() + (idx(i) * L + l) * idx(N);

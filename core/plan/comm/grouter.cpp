@@ -8,11 +8,13 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -44,28 +46,118 @@ double sq_dist_below(const double* a, const double* b, int E, double bound) {
     return s;
 }
 
-/// A cluster of affinity vectors: its size and mean.
-struct Cluster {
-    double size = 0;
-    std::vector<double> mean;
+/// Lanes of a blocked distance: four centers (or four points) at once, each lane summed in the same
+/// order as sq_dist, so that every completed lane is sq_dist to the bit. The four sums are
+/// independent chains (the scalar loop is bound by one chain's add latency).
+constexpr int kLanes = 4;
+
+/// Centers interleaved by lanes: block b holds centers 4b..4b+3 as [E][4] (the last block padded
+/// with copies of its last center).
+struct PackedCenters {
+    int K = 0, E = 0;
+    std::vector<double> v; ///< [ceil(K/4)][E][4]
+
+    void pack(const std::vector<std::vector<double>>& centers, int dims) {
+        K = static_cast<int>(centers.size());
+        E = dims;
+        const int blocks = (K + kLanes - 1) / kLanes;
+        v.resize(idx(blocks) * idx(E) * kLanes);
+        for (int c = 0; c < blocks * kLanes; ++c) {
+            const double* src = centers[idx(std::min(c, K - 1))].data();
+            double* dst = v.data() + idx(c / kLanes) * idx(E) * kLanes + idx(c % kLanes);
+            for (int e = 0; e < E; ++e)
+                dst[idx(e) * kLanes] = src[e];
+        }
+    }
+    const double* block(int b) const { return v.data() + idx(b) * idx(E) * kLanes; }
 };
 
-/// k-means++ seeding then Lloyd iterations over the rows `pts` (indices into phi [n][E]). The
-/// assignment step runs its points in parallel (each point's nearest center alone: the result does
-/// not depend on the workers).
-std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k, int iterations,
-                            Rng& rng) {
+/// Squared distances from x [E] to the four centers of `c4` ([E][4]), each lane summed in sq_dist's
+/// order; the sums stop (checked every 16 terms) once every lane exceeds its bound, leaving partial
+/// sums above it.
+void sq_dist_lanes(const double* x, const double* c4, int E, const double* bound, double* out) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int e = 0;
+    while (e < E) {
+        const int end = std::min(E, e + 16);
+        for (; e < end; ++e) {
+            const double a = x[e];
+            const double* c = c4 + idx(e) * kLanes;
+            const double d0 = a - c[0], d1 = a - c[1], d2 = a - c[2], d3 = a - c[3];
+            s0 += d0 * d0;
+            s1 += d1 * d1;
+            s2 += d2 * d2;
+            s3 += d3 * d3;
+        }
+        if (s0 > bound[0] && s1 > bound[1] && s2 > bound[2] && s3 > bound[3]) break;
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+
+/// The same for four points (`x4`, [E][4] interleaved) against one center c [E].
+void sq_dist_points(const double* x4, const double* c, int E, const double* bound, double* out) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int e = 0;
+    while (e < E) {
+        const int end = std::min(E, e + 16);
+        for (; e < end; ++e) {
+            const double* a = x4 + idx(e) * kLanes;
+            const double b = c[e];
+            const double d0 = a[0] - b, d1 = a[1] - b, d2 = a[2] - b, d3 = a[3] - b;
+            s0 += d0 * d0;
+            s1 += d1 * d1;
+            s2 += d2 * d2;
+            s3 += d3 * d3;
+        }
+        if (s0 > bound[0] && s1 > bound[1] && s2 > bound[2] && s3 > bound[3]) break;
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+
+/// Relative slack of the distance bounds below: far above the rounding of a sum of E squares, a
+/// square root and up to `iterations` moves subtracted (about (E + iterations) x 2^-53), so a center
+/// skipped by its bound is strictly farther than the nearest so far, in exact arithmetic and in
+/// sq_dist's.
+constexpr double kBoundSlack = 1e-9;
+
+} // namespace
+
+std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
+                                           int iterations, Rng& rng) {
     const int n = static_cast<int>(pts.size());
     std::vector<std::vector<double>> centers;
     std::vector<double> d2(idx(n), std::numeric_limits<double>::infinity());
     auto row = [&](int j) { return phi.data() + idx(pts[idx(j)]) * E; };
+    // The points interleaved by lanes for the seeding ([ceil(n/4)][E][4], padded with the last point).
+    const int pblocks = (n + kLanes - 1) / kLanes;
+    std::vector<double> packed_pts(idx(pblocks) * idx(E) * kLanes);
+    for (int j = 0; j < pblocks * kLanes; ++j) {
+        const double* src = row(std::min(j, n - 1));
+        double* dst = packed_pts.data() + idx(j / kLanes) * idx(E) * kLanes + idx(j % kLanes);
+        for (int e = 0; e < E; ++e)
+            dst[idx(e) * kLanes] = src[e];
+    }
     int first = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     centers.emplace_back(row(first), row(first) + E);
     while (static_cast<int>(centers.size()) < k) {
         double total = 0;
-        for (int j = 0; j < n; ++j) {
-            d2[idx(j)] = std::min(d2[idx(j)], sq_dist_below(row(j), centers.back().data(), E, d2[idx(j)]));
-            total += d2[idx(j)];
+        double d[kLanes];
+        for (int b = 0; b < pblocks; ++b) {
+            double bound[kLanes];
+            for (int q = 0; q < kLanes; ++q)
+                bound[q] = d2[idx(std::min(b * kLanes + q, n - 1))];
+            sq_dist_points(packed_pts.data() + idx(b) * idx(E) * kLanes, centers.back().data(), E, bound, d);
+            for (int q = 0; q < kLanes && b * kLanes + q < n; ++q) {
+                const int j = b * kLanes + q;
+                d2[idx(j)] = std::min(d2[idx(j)], d[q]);
+                total += d2[idx(j)];
+            }
         }
         if (!(total > 0)) break; // every point sits on a center: fewer clusters
         double x = rng.uniform() * total;
@@ -82,62 +174,120 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     }
     const int K = static_cast<int>(centers.size());
     std::vector<int> of(idx(n), -1);
-    std::vector<Cluster> cl(idx(K));
+    std::vector<KMeansCluster> cl(idx(K));
+    PackedCenters pc;
+    // Elkan's bounds: upper[j] >= the distance from point j to its center, lower[j][c] <= its distance
+    // to center c (Euclidean, not squared); moved[c] how far center c moved in the last update. A
+    // center whose lower bound is above the nearest so far (with kBoundSlack) is strictly farther and
+    // is not summed.
+    std::vector<double> upper(idx(n), 0.0), lower(idx(n) * idx(K), 0.0), moved(idx(K), 0.0);
+    // The bounds' rounding is relative to the distances and moves summed into them, all within the
+    // points' reach (centers are means of points): an absolute slack on that scale as well.
+    double reach = 0;
+    for (int j = 0; j < n; ++j) {
+        double norm2 = 0;
+        for (int e = 0; e < E; ++e)
+            norm2 += row(j)[e] * row(j)[e];
+        reach = std::max(reach, std::sqrt(norm2));
+    }
+    const double abs_slack = kBoundSlack * 2 * reach;
+    auto farther = [&](double lo_c, double u) { return lo_c * (1 - kBoundSlack) - abs_slack > u * (1 + kBoundSlack); };
     for (int it = 0; it <= iterations; ++it) {
         std::atomic<bool> changed{false};
+        if (it == 0) pc.pack(centers, E);
         tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
-            bool moved = false;
+            bool changed_here = false;
+            double d[kLanes];
+            double no_bound[kLanes];
+            std::fill(no_bound, no_bound + kLanes, std::numeric_limits<double>::infinity());
             for (int j = range.begin(); j != range.end(); ++j) {
-                // The nearest center, the lowest index among equals: the previous one's distance
-                // first, so that the others' sums stop early.
-                int best = of[idx(j)] >= 0 ? of[idx(j)] : 0;
-                double bd = sq_dist(row(j), centers[idx(best)].data(), E);
+                double* lo = lower.data() + idx(j) * idx(K);
+                if (it == 0) {
+                    // Every distance summed in full: exact lower bounds for the iterations after.
+                    int best = 0;
+                    double bd = std::numeric_limits<double>::infinity();
+                    for (int b = 0; b * kLanes < K; ++b) {
+                        sq_dist_lanes(row(j), pc.block(b), E, no_bound, d);
+                        for (int k = 0; k < kLanes && b * kLanes + k < K; ++k) {
+                            const int c = b * kLanes + k;
+                            lo[c] = std::sqrt(d[k]);
+                            if (d[k] < bd) {
+                                bd = d[k];
+                                best = c;
+                            }
+                        }
+                    }
+                    upper[idx(j)] = lo[best];
+                    of[idx(j)] = best;
+                    changed_here = true;
+                    continue;
+                }
+                const int a = of[idx(j)];
+                double u = upper[idx(j)] + moved[idx(a)];
+                bool tight = false;
+                for (int c = 0; c < K; ++c)
+                    lo[c] = std::max(0.0, lo[c] - moved[idx(c)]);
+                int best = a;
+                double bd = 0;
                 for (int c = 0; c < K; ++c) {
-                    if (c == best) continue;
+                    if (c == a || farther(lo[c], u)) continue;
+                    if (!tight) {
+                        bd = sq_dist(row(j), centers[idx(a)].data(), E);
+                        u = std::sqrt(bd);
+                        lo[a] = u;
+                        tight = true;
+                        if (farther(lo[c], u)) continue;
+                    }
                     const double d = sq_dist_below(row(j), centers[idx(c)].data(), E, bd);
+                    lo[c] = std::sqrt(d);
                     if (d < bd || (d == bd && c < best)) {
                         bd = d;
                         best = c;
+                        u = lo[c];
                     }
                 }
-                if (of[idx(j)] != best) moved = true;
+                upper[idx(j)] = u;
+                if (best != a) changed_here = true;
                 of[idx(j)] = best;
             }
-            if (moved) changed.store(true, std::memory_order_relaxed);
+            if (changed_here) changed.store(true, std::memory_order_relaxed);
         });
         for (auto& c : cl) {
             c.size = 0;
             c.mean.assign(idx(E), 0.0);
         }
         for (int j = 0; j < n; ++j) {
-            Cluster& c = cl[idx(of[idx(j)])];
+            KMeansCluster& c = cl[idx(of[idx(j)])];
             c.size += 1;
             for (int e = 0; e < E; ++e)
                 c.mean[idx(e)] += row(j)[e];
         }
         for (int c = 0; c < K; ++c) {
-            Cluster& x = cl[idx(c)];
+            KMeansCluster& x = cl[idx(c)];
             if (x.size > 0)
                 for (double& v : x.mean)
                     v /= x.size;
             else
                 x.mean = centers[idx(c)];
+            moved[idx(c)] = std::sqrt(sq_dist(centers[idx(c)].data(), x.mean.data(), E));
             centers[idx(c)] = x.mean;
         }
         if (!changed.load() && it > 0) break;
     }
-    std::vector<Cluster> out;
+    std::vector<KMeansCluster> out;
     for (auto& c : cl)
         if (c.size > 0) out.push_back(std::move(c));
     return out;
 }
+
+namespace {
 
 /// Ward agglomerative merging of clusters down to `target` (padded with empty clusters below it). Each
 /// step merges the pair (a < b, first in a-then-b order among equals) of least Ward distance
 /// size_a size_b / (size_a + size_b) x |mean_a - mean_b|^2. The pair distances are kept in a
 /// matrix and only the merged cluster's are formed again (by the same arithmetic, so the same
 /// doubles and the same merges as forming every pair at every step).
-void ward_merge(std::vector<Cluster>& cl, int target, int E) {
+void ward_merge(std::vector<KMeansCluster>& cl, int target, int E) {
     auto ward = [&](std::size_t a, std::size_t b) {
         const double w = cl[a].size * cl[b].size / (cl[a].size + cl[b].size);
         return w * sq_dist(cl[a].mean.data(), cl[b].mean.data(), E);
@@ -157,8 +307,8 @@ void ward_merge(std::vector<Cluster>& cl, int target, int E) {
                     ba = a;
                     bb = b;
                 }
-        Cluster& a = cl[ba];
-        const Cluster& b = cl[bb];
+        KMeansCluster& a = cl[ba];
+        const KMeansCluster& b = cl[bb];
         const double s = a.size + b.size;
         for (int e = 0; e < E; ++e)
             a.mean[idx(e)] = (a.mean[idx(e)] * a.size + b.mean[idx(e)] * b.size) / s;
@@ -171,7 +321,7 @@ void ward_merge(std::vector<Cluster>& cl, int target, int E) {
             if (x != ba) dist[ba][x] = dist[x][ba] = ward(std::min(ba, x), std::max(ba, x));
     }
     while (static_cast<int>(cl.size()) < target)
-        cl.push_back(Cluster{0, std::vector<double>(idx(E), 0.0)});
+        cl.push_back(KMeansCluster{0, std::vector<double>(idx(E), 0.0)});
 }
 
 } // namespace
@@ -257,7 +407,7 @@ std::vector<int> entropy_filter(const std::vector<double>& phi, std::size_t n, i
 /// largest cluster to the node with most EP ranks. Later layers follow the samples: cluster c goes
 /// to the node that is home (most local affinity `home` [n][N] over the layers before) to most of
 /// the kept samples nearest to c (Hungarian matching of the votes).
-std::vector<int> clusters_of_nodes(const NodeFrame& f, int l, const std::vector<Cluster>& cl,
+std::vector<int> clusters_of_nodes(const NodeFrame& f, int l, const std::vector<KMeansCluster>& cl,
                                    const std::vector<double>& phi, const std::vector<int>& kept,
                                    const Grid<double>& home) {
     const int N = f.N, E = f.E;
@@ -318,18 +468,20 @@ void place_inside_nodes(const NodeFrame& f, int l, std::vector<std::vector<int>>
 /// Ward merge to N clusters. It depends on the layer alone (and its own seed), so layers cluster in
 /// parallel.
 struct LayerClusters {
-    std::vector<int> kept;   ///< the samples clustered
-    std::vector<Cluster> cl; ///< [N] merged clusters
+    std::vector<double> phi;       ///< [n][E] the layer's affinity vectors
+    std::vector<int> kept;         ///< the samples clustered
+    std::vector<KMeansCluster> cl; ///< [N] merged clusters
 };
 
 LayerClusters cluster_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l) {
     const int E = f.E;
-    const std::vector<double> phi = affinity_vectors(window, l);
     LayerClusters out;
+    out.phi = affinity_vectors(window, l);
+    const std::vector<double>& phi = out.phi;
     out.kept = entropy_filter(phi, window.size(), E, opt.entropy_fraction * std::log(static_cast<double>(E)));
     Rng rng(seeds::grouter_layer(opt.seed, static_cast<std::uint64_t>(l)));
     const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(out.kept.size())));
-    out.cl = kmeans(phi, E, out.kept, k0, opt.kmeans_iterations, rng);
+    out.cl = kmeans_clusters(phi, E, out.kept, k0, opt.kmeans_iterations, rng);
     ward_merge(out.cl, f.N, E);
     return out;
 }
@@ -341,9 +493,9 @@ void group_layer(const Trace& window, const NodeFrame& f, int l, const LayerClus
                  GrouterGrouping& g) {
     const int E = f.E, N = f.N;
     const std::size_t n = window.size();
-    const std::vector<double> phi = affinity_vectors(window, l);
+    const std::vector<double>& phi = lc.phi;
     g.kept_samples[idx(l)] = static_cast<int>(lc.kept.size());
-    const std::vector<Cluster>& cl = lc.cl;
+    const std::vector<KMeansCluster>& cl = lc.cl;
     const std::vector<int> cluster_of_node = clusters_of_nodes(f, l, cl, phi, lc.kept, home);
     // w[e][j]: the mean affinity to expert e of the cluster on column j's node.
     std::vector<double> w(idx(E) * E);
@@ -379,15 +531,28 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
     g.kept_samples.assign(idx(L), 0);
     // home[i][m]: sample i's affinity to the experts node m holds, summed over the layers done.
     Grid<double> home(window.size(), f.N, 0.0);
-    // Blocks of layers: their clusterings in parallel, then the rest of each in layer order; a stop
-    // is seen between blocks.
+    // Blocks of layers: their clusterings in parallel, then the rest of each in layer order, while
+    // the next block clusters (a pipeline of two blocks); a stop is seen between blocks.
     const int block = std::max(2, tbb::this_task_arena::max_concurrency());
-    while (g.layers_grouped < L && !stop.stop_requested()) {
-        const int first = g.layers_grouped, end = std::min(L, first + block);
-        std::vector<LayerClusters> lc(idx(end - first));
-        tbb::parallel_for(first, end, [&](int l) { lc[idx(l - first)] = cluster_layer(window, f, opt, l); });
-        for (int l = first; l < end; ++l, ++g.layers_grouped)
-            group_layer(window, f, l, lc[idx(l - first)], home, g);
+    auto cluster_block = [&](int first) {
+        std::vector<LayerClusters> lc(idx(std::min(L, first + block) - first));
+        tbb::parallel_for(0, static_cast<int>(lc.size()),
+                          [&](int k) { lc[idx(k)] = cluster_layer(window, f, opt, first + k); });
+        return lc;
+    };
+    std::vector<LayerClusters> current, next;
+    if (!stop.stop_requested()) current = cluster_block(0);
+    while (!current.empty()) {
+        const int first = g.layers_grouped, end = first + static_cast<int>(current.size());
+        const bool more = end < L && !stop.stop_requested();
+        tbb::parallel_invoke(
+            [&] {
+                for (int l = first; l < end; ++l, ++g.layers_grouped)
+                    group_layer(window, f, l, current[idx(l - first)], home, g);
+            },
+            [&] { next = more ? cluster_block(end) : std::vector<LayerClusters>{}; });
+        current = std::move(next);
+        if (stop.stop_requested()) break;
     }
     if (g.layers_grouped == L) return g;
     // Stopped: the layers not grouped keep Algorithm 1 over all EP ranks (LPT), each expert on the

@@ -4,6 +4,7 @@
 // routing-affinity clustering + Hungarian matching, then each sample to the node that keeps most of
 // its tokens local (the paper's Algorithm "Optimize Sample-to-Node Assignment").
 #include "core/plan/comm/comm.h"
+#include "core/util/rng.h"
 #include "core/util/stop.h"
 
 #include <cstdint>
@@ -30,6 +31,24 @@ struct GrouterGrouping {
     bool stopped = false;          ///< the stop token ended the grouping before the last layer
 };
 
+/// A cluster of affinity vectors: its size (points) and mean [E].
+struct KMeansCluster {
+    double size = 0;
+    std::vector<double> mean;
+};
+
+/// k-means over the rows `pts` of phi [n][E] (squared Euclidean distance): k-means++ seeding (D^2
+/// sampling from `rng`; fewer than k centers when every point sits on one), then up to `iterations`
+/// Lloyd rounds after the first assignment, stopping when no point changes center. Each point goes to
+/// its nearest center, the lowest index among equals; an empty cluster keeps its center. Returns the
+/// non-empty clusters in center order. Exact to the bit against the plain scalar loops: distances run
+/// four lanes at a time (each lane summed in index order), a sum stops once it exceeds what it must
+/// beat, and Elkan's triangle-inequality bounds (with a relative slack of 1e-9) skip only centers
+/// strictly farther than the nearest so far. Points run in parallel; the result does not depend on
+/// the workers. Rng: core/util/rng.h.
+std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
+                                           int iterations, Rng& rng);
+
 /// Routing affinity of sample i at MoE layer l (Grouter eq. phi): phi[e] = a[i][l][e] / routed tokens,
 /// the share of its tokens that chose expert e (sums to top-k when no route is missing). [n][E] for
 /// layer l; a sample without routed tokens has phi = 0.
@@ -48,9 +67,9 @@ std::vector<double> affinity_vectors(const Trace& window, int l);
 /// a seed whatever the worker count: each layer's clustering depends on that layer alone (layer l's
 /// k-means++ draws from seeds::grouter_layer(opt.seed, l)), so blocks of layers (as many as the
 /// caller's TBB arena has threads, at least 2) cluster in parallel, each with its k-means assignment
-/// in parallel, and the matching that follows the samples' homes runs in layer order. k-means'
-/// nearest-center search stops a distance sum once it passes the best so far, and the Ward merge keeps
-/// its pair distances (the same doubles, so the same clusters).
+/// in parallel (kmeans_clusters), and the matching that follows the samples' homes runs in layer
+/// order while the next block clusters. The Ward merge keeps its pair distances (the same doubles,
+/// so the same clusters).
 /// `stop` is polled before each block of layers; once it fires, the layers not yet grouped keep Algorithm 1's
 /// LPT placement over all EP ranks (each expert on the node of its rank), stopped = true and
 /// layers_grouped says how far the grouping got: still a valid placement, but then depending on timing.
