@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <set>
 
 #include <tbb/task_arena.h>
@@ -281,6 +282,13 @@ private Q_SLOTS:
         QCOMPARE(ja.dump(), jc.dump());
         in.budgets.seed = 99;
         QVERIFY(without_timings(plan_to_json(plan_window(in))) != c);
+        // A shared window (a Python Window planned in place) plans as the same window held by value,
+        // and the planner reads the shared one: the value left empty is not looked at.
+        PlanInput shared = in;
+        shared.shared_window = std::make_shared<const Trace>(in.window);
+        shared.window = Trace{};
+        QCOMPARE(&shared.trace(), shared.shared_window.get());
+        QCOMPARE(without_timings(plan_to_json(plan_window(shared))), without_timings(plan_to_json(plan_window(in))));
     }
 
     void planWindowsMatchesSingleWorkerPlans() {

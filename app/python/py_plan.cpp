@@ -188,17 +188,16 @@ struct PlannerThread {
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
 PyPlan run_plan_input(PlanInput in, const py::object& progress);
 
-/// One window planned with the arguments of plan() (budgets dict, seed, workers, time limit, progress:
-/// checked by check_plan_args and make_budgets), through run_plan_input.
-PyPlan plan_trace(Trace window, const std::string& trace_name, const std::string& window_name, const Topology& topology,
+/// One window (`in` holding it, as window or shared_window) planned with the arguments of plan()
+/// (budgets dict, seed, workers, time limit, progress: checked by check_plan_args and make_budgets),
+/// through run_plan_input.
+PyPlan plan_trace(PlanInput in, const std::string& trace_name, const std::string& window_name, const Topology& topology,
                   const py::object& seed, int workers, double time_limit_s, const py::object& budgets,
                   const py::object& progress, const py::object& previous) {
-    PlanInput in;
-    if (std::optional<PreviousStep> step = previous_step_of(previous, window.model, topology.ep_ranks)) {
+    if (std::optional<PreviousStep> step = previous_step_of(previous, in.trace().model, topology.ep_ranks)) {
         in.previous = std::move(step->placement);
         in.history = std::move(step->history);
     }
-    in.window = std::move(window);
     in.trace_name = trace_name;
     in.window_name = window_name;
     in.topology = topology;
@@ -227,11 +226,12 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
     const int w = py_int(workers, "workers");
     const double limit = py_float(time_limit_s, "time_limit_s");
     check_plan_args(w, limit, progress);
-    return plan_trace(make_window(lengths, counts, py_int_list(moe_layers, "moe_layers"), py_opt_int(top_k, "top_k"),
-                                  py_opt_int(num_hidden_layers, "num_hidden_layers"), sample_ids,
-                                  py_utf8(model_name, "model_name")),
-                      py_utf8(trace_name, "trace_name"), py_utf8(window_name, "window_name"), topology, seed, w, limit,
-                      budgets, progress, previous);
+    PlanInput in;
+    in.window =
+        make_window(lengths, counts, py_int_list(moe_layers, "moe_layers"), py_opt_int(top_k, "top_k"),
+                    py_opt_int(num_hidden_layers, "num_hidden_layers"), sample_ids, py_utf8(model_name, "model_name"));
+    return plan_trace(std::move(in), py_utf8(trace_name, "trace_name"), py_utf8(window_name, "window_name"), topology,
+                      seed, w, limit, budgets, progress, previous);
 }
 
 /// plan_window: a library window planned as `routepack plan --db` plans it, its per-token routes
@@ -243,7 +243,10 @@ PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::ob
     const int n = py_int(workers, "workers");
     const double limit = py_float(time_limit_s, "time_limit_s");
     check_plan_args(n, limit, progress);
-    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, n, limit, budgets, progress, previous);
+    PlanInput in;
+    in.shared_window = w.trace; // planned in place: its counts and routes are not copied
+    return plan_trace(std::move(in), w.trace_name, w.window_name, topology, seed, n, limit, budgets, progress,
+                      previous);
 }
 
 PyPlan run_plan_input(PlanInput in, const py::object& progress) {

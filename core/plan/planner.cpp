@@ -674,7 +674,7 @@ namespace {
 /// counts, a topology that does not fit the model, or seeding candidates that would hold more than
 /// kMaxSeedingBytes (checked before any work; R at most n / D).
 void check_window(const PlanInput& in) {
-    const Trace& w = in.window;
+    const Trace& w = in.trace();
     if (w.size() == 0) throw InputError("the window is empty");
     if (w.model.top_k <= 0 || w.stride() == 0 || w.counts.size() != w.size() * w.stride())
         throw InputError("the window has no per-sample routing counts (aggregate traces cannot be packed)");
@@ -743,7 +743,7 @@ struct WindowRun {
 /// lower bound at LPT, the row count R*, and the baselines on the same window and R*; routepack
 /// starts as reorder. Returns the problem at LPT.
 PackingProblem place_and_baselines(WindowRun& run) {
-    const Trace& w = run.in.window;
+    const Trace& w = run.in.trace();
     PlanResult& r = run.r;
     const int L = w.model.num_moe_layers(), E = w.model.experts, P = run.in.topology.ep_ranks;
 
@@ -819,10 +819,10 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     mg.seconds_per_U_derived = !(in.topology.migration.seconds_per_U > 0);
     if (in.topology.has_migration) {
         mg.costed = true;
-        mg.cost = resolve_migration_cost(in.topology, in.window.model);
+        mg.cost = resolve_migration_cost(in.topology, in.trace().model);
     } else {
         try { // the default cost model, for the report only, when the model's expert size is known
-            mg.cost = resolve_migration_cost(in.topology, in.window.model);
+            mg.cost = resolve_migration_cost(in.topology, in.trace().model);
         } catch (const InputError&) {
             mg.cost = MigrationCost{};
         }
@@ -833,7 +833,7 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     rq.max_moves = in.budgets.max_moves;
     rq.cost = mg.costed ? &mg.cost : nullptr;
     rq.tokens_per_U = static_cast<double>(in.topology.token_cap) * in.topology.shards();
-    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    const int L = in.trace().model.num_moe_layers(), E = in.trace().model.experts;
     // Unlimited moves (max_moves -1) take the same path as a budget that cannot bind (every expert of
     // every layer): the greedy moves from the previous placement, LPT offered per layer, and the
     // refinement's candidates from both, so no finite budget can reach a placement it cannot.
@@ -856,7 +856,7 @@ std::optional<MoveStart> move_start(WindowRun& run) {
         rq.max_moves = 0;
         ms.request = rq;
         ms.ladder = std::move(lad);
-        ms.problem = make_packing_problem(in.window, in.topology, mg.previous);
+        ms.problem = make_packing_problem(in.trace(), in.topology, mg.previous);
         ms.placement = mg.previous;
         return ms;
     }
@@ -864,7 +864,7 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     mg.peak_sum_previous = mp.peak_before;
     mg.peak_sum_start = mp.peak_after;
     ms.request = rq;
-    ms.problem = make_packing_problem(in.window, in.topology, mp.placement);
+    ms.problem = make_packing_problem(in.trace(), in.topology, mp.placement);
     ms.placement = std::move(mp.placement);
     return ms;
 }
@@ -894,7 +894,7 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     const Score start_score = ms ? score_layout(run.ffd, p_start) : r.reorder.metrics.score;
     BestLayout best{run.ffd, start_score};
     PlacementContext pc;
-    pc.window = &run.in.window;
+    pc.window = &run.in.trace();
     pc.topology = &run.in.topology;
     pc.placement = ms ? ms->placement : r.placement.lpt;
     pc.moves = ms ? &ms->request : nullptr;
@@ -952,7 +952,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     const auto t_start = Clock::now();
     const StopToken stop = StopToken::with_time_limit(cancel, in.budgets.time_limit_s, t_start);
     check_window(in);
-    const Trace& w = in.window;
+    const Trace& w = in.trace();
 
     PlanResult r;
     r.model = w.model;
@@ -1042,8 +1042,8 @@ std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int wor
                 in.previous = out[k - 1].plan.placement.routepack;
                 in.history = out[k - 1].plan.history;
             } else if (!in.previous)
-                in.previous =
-                    identity_placement(in.window.model.num_moe_layers(), in.window.model.experts, in.topology.ep_ranks);
+                in.previous = identity_placement(in.trace().model.num_moe_layers(), in.trace().model.experts,
+                                                 in.topology.ep_ranks);
             PlanProgressFn events;
             if (on_event) events = [&on_event, k](const PlanEvent& e) { on_event(k, e); };
             out[k].plan = plan_window(in, events, cancel);

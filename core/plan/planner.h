@@ -22,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ using PlanProgressFn = std::function<void(const PlanEvent&)>;
 /// topology and budgets.
 struct PlanInput {
     Trace window;
+    /// A window shared with its owner instead of `window` (read-only: a Python Window planned in
+    /// place, its counts and routes not copied); the planner reads trace().
+    std::shared_ptr<const Trace> shared_window;
+    /// The window the planner reads: shared_window when set, else window.
+    const Trace& trace() const { return shared_window ? *shared_window : window; }
     std::string trace_name;
     std::string window_name;
     Topology topology;

@@ -3,11 +3,12 @@
 Steps from `routepack synth` (58 MoE layers x 256 experts, top-8, EP64 / DP32 in 8 EDP shards, cap
 8,192, `gpus_per_node` 64 / 32 / 16 / 8), each read once with its per-token routes
 (routepack.run.read_step, the cluster runner's read) and then planned on every node count in the same
-process (routepack.run.plan_step, the cluster runner's plan; one node needs no routes, so it plans
-the same window without the communication stage). Per size and node count: the read's seconds, the
-plan's wall seconds and its communication stage (the plan file's timings), both as ratios to the
-read, the plan against the one-node plan, and the plan's peak RSS above the RSS before it (VmHWM
-reset before each plan) against the routes' size in memory (ids of 2 bytes at 256 experts).
+process, twice: as the cluster runner plans a chain's first step (routepack.run.plan_step: from the
+identity placement, so with the move search) and alone (routepack.plan_window, no previous placement:
+`routepack plan`'s plan). One node plans without the communication stage. Per size and node count:
+the read's seconds; each plan's wall seconds and communication stage (the plan's timings), the
+step's as ratios to the read, both against one node; the peak RSS of the two plans above the RSS
+before them (VmHWM reset) against the routes' size in memory (ids of 2 bytes at 256 experts).
 
     PYTHONPATH=build/python ROUTEPACK_CLI=build/app/routepack /usr/bin/python3 \\
         tests/bench/bench_comm_nodes.py --dir /tmp/bench-nodes [--sizes 512,1024] [--nodes 1,2,4,8]
@@ -50,6 +51,7 @@ def topology_json(nodes):
 
 def measure(path, node_counts, threads):
     """Reads the step at `path` once with its routes, then plans it on every node count."""
+    import routepack
     import routepack.run as rr
 
     t0 = time.perf_counter()
@@ -61,24 +63,28 @@ def measure(path, node_counts, threads):
         before = reset_peak_rss()
         r = rr.plan_step(window, topology_json(nodes), trace_name="v3", window_name=os.path.basename(path),
                          threads=threads)
+        t0 = time.perf_counter()
+        alone = routepack.plan_window(window, routepack.Topology.from_json(topology_json(nodes)), workers=threads)
+        alone_s = time.perf_counter() - t0
         peak = peak_rss_mb() - before
         timings = json.loads(r["plan"])["timings"]
         rows.append({"nodes": nodes, "plan_s": r["seconds"], "comm_s": timings.get("communication", 0.0),
-                     "peak_mb": peak})
+                     "alone_s": alone_s, "alone_comm_s": alone.timings.get("communication", 0.0), "peak_mb": peak})
     return {"samples": len(window), "read_s": read_s, "routes_mb": routes_mb, "rows": rows}
 
 
 def print_table(m):
-    one = next((r["plan_s"] for r in m["rows"] if r["nodes"] == 1), None)
+    one = next((r for r in m["rows"] if r["nodes"] == 1), None)
     print(f"\n{m['samples']} samples: read with routes {m['read_s']:.2f} s, routes {m['routes_mb']:.0f} MiB in memory")
-    print("| nodes | plan s | communication s | plan / read | communication / read | plan / 1 node "
-          "| peak MiB above the window | peak / routes |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| nodes | step s | communication s | step / read | communication / read | step / 1 node "
+          "| plan alone s | its communication s | plan alone / 1 node | peak MiB above the window | peak / routes |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in m["rows"]:
-        vs_one = f"{r['plan_s'] / one:.2f}" if one else "-"
+        step_one = f"{r['plan_s'] / one['plan_s']:.2f}" if one else "-"
+        alone_one = f"{r['alone_s'] / one['alone_s']:.2f}" if one else "-"
         print(f"| {r['nodes']} | {r['plan_s']:.2f} | {r['comm_s']:.2f} | {r['plan_s'] / m['read_s']:.2f} "
-              f"| {r['comm_s'] / m['read_s']:.2f} | {vs_one} | {r['peak_mb']:.0f} | "
-              f"{r['peak_mb'] / m['routes_mb']:.2f} |", flush=True)
+              f"| {r['comm_s'] / m['read_s']:.2f} | {step_one} | {r['alone_s']:.2f} | {r['alone_comm_s']:.2f} "
+              f"| {alone_one} | {r['peak_mb']:.0f} | {r['peak_mb'] / m['routes_mb']:.2f} |", flush=True)
 
 
 def main():
