@@ -12,7 +12,7 @@ before them (VmHWM reset) against the routes' size in memory (ids of 2 bytes at 
 
     PYTHONPATH=build/python ROUTEPACK_CLI=build/app/routepack /usr/bin/python3 \\
         tests/bench/bench_comm_nodes.py --dir /tmp/bench-nodes [--sizes 512,1024] [--nodes 1,2,4,8]
-    ... --sizes 8192     # the large step: minutes, about 7 GB of routes on disk and 2 GB in memory
+    ... --sizes 8192     # the large step: `routepack synth` holds it whole (over 23 GB) while writing it
 
 docs/cluster-runs.md ("Planning on many nodes") gives the numbers of one run.
 
