@@ -72,9 +72,9 @@ struct PackedCenters {
     const double* block(int b) const { return v.data() + idx(b) * idx(E) * kLanes; }
 };
 
-/// Squared distances from x [E] to the four centers of `c4` ([E][4]), each lane summed in sq_dist's
-/// order; the sums stop (checked every 16 terms) once every lane exceeds its bound, leaving partial
-/// sums above it.
+/// Squared distances from x [E] to the four centers of `c4` ([E][4]) (or from one center x to four
+/// interleaved points), each lane summed in sq_dist's order; the sums stop (checked every 16 terms) once every lane
+/// exceeds its bound, leaving partial sums above it.
 void sq_dist_lanes(const double* x, const double* c4, int E, const double* bound, double* out) {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int e = 0;
@@ -84,29 +84,6 @@ void sq_dist_lanes(const double* x, const double* c4, int E, const double* bound
             const double a = x[e];
             const double* c = c4 + idx(e) * kLanes;
             const double d0 = a - c[0], d1 = a - c[1], d2 = a - c[2], d3 = a - c[3];
-            s0 += d0 * d0;
-            s1 += d1 * d1;
-            s2 += d2 * d2;
-            s3 += d3 * d3;
-        }
-        if (s0 > bound[0] && s1 > bound[1] && s2 > bound[2] && s3 > bound[3]) break;
-    }
-    out[0] = s0;
-    out[1] = s1;
-    out[2] = s2;
-    out[3] = s3;
-}
-
-/// The same for four points (`x4`, [E][4] interleaved) against one center c [E].
-void sq_dist_points(const double* x4, const double* c, int E, const double* bound, double* out) {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int e = 0;
-    while (e < E) {
-        const int end = std::min(E, e + 16);
-        for (; e < end; ++e) {
-            const double* a = x4 + idx(e) * kLanes;
-            const double b = c[e];
-            const double d0 = a[0] - b, d1 = a[1] - b, d2 = a[2] - b, d3 = a[3] - b;
             s0 += d0 * d0;
             s1 += d1 * d1;
             s2 += d2 * d2;
@@ -152,7 +129,8 @@ std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E
             double bound[kLanes];
             for (int q = 0; q < kLanes; ++q)
                 bound[q] = d2[idx(std::min(b * kLanes + q, n - 1))];
-            sq_dist_points(packed_pts.data() + idx(b) * idx(E) * kLanes, centers.back().data(), E, bound, d);
+            // (a - c)^2 is (c - a)^2 to the bit: the lanes of points against one center are the sums above.
+            sq_dist_lanes(centers.back().data(), packed_pts.data() + idx(b) * idx(E) * kLanes, E, bound, d);
             for (int q = 0; q < kLanes && b * kLanes + q < n; ++q) {
                 const int j = b * kLanes + q;
                 d2[idx(j)] = std::min(d2[idx(j)], d[q]);
