@@ -103,15 +103,16 @@ void sq_dist_lanes(const double* x, const double* c4, int E, const double* bound
 /// sq_dist's.
 constexpr double kBoundSlack = 1e-9;
 
-} // namespace
-
-std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
-                                           int iterations, Rng& rng) {
+/// k-means++ seeding of kmeans_clusters: the first center uniform, each next one drawn with
+/// probability proportional to its squared distance to the nearest center so far (D^2 sampling);
+/// fewer than k when every point sits on a center. The points run four lanes at a time against each
+/// new center ([ceil(n/4)][E][4], padded with the last point).
+std::vector<std::vector<double>> kmeans_seeds(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
+                                              Rng& rng) {
     const int n = static_cast<int>(pts.size());
     std::vector<std::vector<double>> centers;
     std::vector<double> d2(idx(n), std::numeric_limits<double>::infinity());
     auto row = [&](int j) { return phi.data() + idx(pts[idx(j)]) * E; };
-    // The points interleaved by lanes for the seeding ([ceil(n/4)][E][4], padded with the last point).
     const int pblocks = (n + kLanes - 1) / kLanes;
     std::vector<double> packed_pts(idx(pblocks) * idx(E) * kLanes);
     for (int j = 0; j < pblocks * kLanes; ++j) {
@@ -150,6 +151,16 @@ std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E
         if (!(d2[idx(pick)] > 0)) break;
         centers.emplace_back(row(pick), row(pick) + E);
     }
+    return centers;
+}
+
+} // namespace
+
+std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k,
+                                           int iterations, Rng& rng) {
+    const int n = static_cast<int>(pts.size());
+    auto row = [&](int j) { return phi.data() + idx(pts[idx(j)]) * E; };
+    std::vector<std::vector<double>> centers = kmeans_seeds(phi, E, pts, k, rng);
     const int K = static_cast<int>(centers.size());
     std::vector<int> of(idx(n), -1);
     std::vector<KMeansCluster> cl(idx(K));
