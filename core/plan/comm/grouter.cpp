@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -73,8 +72,8 @@ struct PackedCenters {
 };
 
 /// Squared distances from x [E] to the four centers of `c4` ([E][4]) (or from one center x to four
-/// interleaved points), each lane summed in sq_dist's order; the sums stop (checked every 16 terms) once every lane
-/// exceeds its bound, leaving partial sums above it.
+/// interleaved points), each lane summed in sq_dist's order; the sums stop (checked every 16 terms)
+/// once every lane exceeds its bound, leaving partial sums above it.
 void sq_dist_lanes(const double* x, const double* c4, int E, const double* bound, double* out) {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int e = 0;
@@ -181,9 +180,9 @@ std::vector<KMeansCluster> kmeans_clusters(const std::vector<double>& phi, int E
     }
     const double abs_slack = kBoundSlack * 2 * reach;
     auto farther = [&](double lo_c, double u) { return lo_c * (1 - kBoundSlack) - abs_slack > u * (1 + kBoundSlack); };
+    pc.pack(centers, E); // the first round's full sums; the rounds after read `centers`
     for (int it = 0; it <= iterations; ++it) {
         std::atomic<bool> changed{false};
-        if (it == 0) pc.pack(centers, E);
         tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
             bool changed_here = false;
             double d[kLanes];
