@@ -92,6 +92,20 @@ private Q_SLOTS:
         auto timed = costsOnly(one, false);
         timed->time_limit_hit = true;
         QVERIFY(compareRunLabel(compareRunFacts(3, *timed)).endsWith(QStringLiteral(" \u00b7 time limit")));
+        // The move budget and a run-level base placement name the run; budget 0 ("keep") is a budget.
+        auto budgeted = costsOnly(one, false);
+        budgeted->budgets.max_moves = 200;
+        QCOMPARE(compareRunLabel(compareRunFacts(4, *budgeted)),
+                 QStringLiteral("run 4 \u00b7 EP16/DP8 \u00b7 seed 1 \u00b7 12x1000 steps \u00b7 max moves 200"));
+        storage::RunEntry kept;
+        kept.id = 6;
+        kept.status = "finished";
+        kept.topology_value = one;
+        kept.budgets.max_moves = 0;
+        kept.budgets.history_decay = 0.5;
+        QCOMPARE(compareRunLabel(compareRunFacts(kept)),
+                 QStringLiteral("run 6 \u00b7 EP16/DP8 \u00b7 seed 1 \u00b7 12x1000 steps \u00b7 max moves 0 \u00b7 "
+                                "history decay 0.5"));
         // Saved runs: a failed one is offered disabled, ascending ids, other windows left out.
         std::vector<storage::RunEntry> runs(4);
         const char* status[] = {"finished", "failed", "cancelled", "finished"};

@@ -4,6 +4,7 @@
 // sent to the widgets. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary
 // folder.
 #include "core/import/import.h"
+#include "core/model/model.h"
 #include "core/model/topology.h"
 #include "core/plan/planner.h"
 #include "storage/library.h"
@@ -29,7 +30,9 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QRegularExpression>
 #include <QSet>
@@ -252,6 +255,93 @@ private Q_SLOTS:
         QVERIFY(!e.hasUnsavedEdits());
         ui::undoStack(&e)->redo();
         QCOMPARE(tolerance->value(), 0.05);
+    }
+
+    void migrationSectionShownEditedAndKept() {
+        // A topology's migration section goes through the form unchanged, its derived figures are
+        // shown (hand-computed below), and edits by keys are steps of the form's undo.
+        TopologyEditor e;
+        Topology t = known_topology("deepseek-v2-lite-ep8-dp4");
+        t.has_migration = true;
+        t.migration.state_bytes_per_param = 2;
+        t.migration.intra_node_GBps = 300;
+        t.migration.inter_node_GBps = 25;
+        t.migration.achieved_TFLOPs = 500;
+        t.migration.plan_seconds = 0.25;
+        t.migration.overlap_planning = false;
+        e.setTopology(QStringLiteral("moves"), t);
+        QString why;
+        std::optional<Topology> back = e.topology(&why);
+        QVERIFY2(back.has_value(), qPrintable(why));
+        QCOMPARE(*back, t);
+        auto* box = e.findChild<QGroupBox*>(QStringLiteral("migrationBox"));
+        auto* inter = e.findChild<QDoubleSpinBox*>(QStringLiteral("migration:inter_node_GBps"));
+        auto* params = e.findChild<QDoubleSpinBox*>(QStringLiteral("migration:expert_parameters"));
+        auto* perU = e.findChild<QDoubleSpinBox*>(QStringLiteral("migration:seconds_per_U"));
+        auto* planning = e.findChild<QComboBox*>(QStringLiteral("migration:planning"));
+        QVERIFY(box && inter && params && perU && planning);
+        QVERIFY(box->isChecked());
+        QCOMPARE(params->text(), QStringLiteral("from the model"));
+        QCOMPARE(perU->text(), QStringLiteral("derived"));
+        QCOMPARE(planning->currentText(), QStringLiteral("serial"));
+        QCOMPARE(e.migrationFigures(),
+                 QStringLiteral("Expert parameters come from the model of the trace planned: open a trace to see the "
+                                "figures, or give them here."));
+        // DeepSeek-V2-Lite: 3 x 2048 x 1408 = 8,650,752 parameters; x 2 B = 17,301,504 B; / 300e9 B/s =
+        // 0.0577 ms, / 25e9 B/s = 0.692 ms; 6 x 4096 x 8,650,752 / 500e12 = 0.425 ms per unit of U.
+        e.setTraceModel(known_model("deepseek-v2-lite"));
+        QCOMPARE(e.migrationFigures(),
+                 QStringLiteral("One expert's state: 17.3 MB (2 B x 8,650,752 parameters of deepseek-v2-lite); "
+                                "moving it takes 0.0577 ms within a node, 0.692 ms across nodes. Seconds per unit "
+                                "of max_g U: 0.425 ms (derived: 6 x C 4,096 x 8,650,752 parameters / 500 TFLOP/s)."));
+        QCOMPARE(e.findChild<QLabel*>(QStringLiteral("migrationFigures"))->text(), e.migrationFigures());
+        // The inter-node bandwidth typed in: the topology and the figures follow; Ctrl+Z takes it back.
+        e.resize(400, e.sizeHint().height());
+        e.show();
+        shot(box, QStringLiteral("migration-section"));
+        inter->setFocus();
+        inter->selectAll();
+        QTest::keyClicks(inter, QStringLiteral("100"));
+        QCOMPARE(e.topology()->migration.inter_node_GBps, 100.0);
+        QVERIFY2(e.migrationFigures().contains(QStringLiteral("0.173 ms across nodes")),
+                 qPrintable(e.migrationFigures()));
+        QVERIFY(e.hasUnsavedEdits());
+        QTest::keyClick(inter, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(*e.topology(), t);
+        QVERIFY(!e.hasUnsavedEdits());
+        // A given seconds per unit of U and expert parameters are the figures' own.
+        perU->setValue(0.002);
+        params->setValue(1000000);
+        QCOMPARE(e.migrationFigures(),
+                 QStringLiteral("One expert's state: 2 MB (2 B x 1,000,000 parameters); moving it takes 0.00667 ms "
+                                "within a node, 0.08 ms across nodes. Seconds per unit of max_g U: 2 ms (given)."));
+        // A value the topology file refuses is refused by the form, in the file's words.
+        perU->setValue(1e-13);
+        QVERIFY(!e.topology(&why));
+        QCOMPARE(why, QStringLiteral("topology: migration.seconds_per_U is 1e-13, not a number in [1e-12, 1e+15]"));
+        // Unchecked: no section, in the topology and its file; checked again on a topology without one:
+        // the defaults.
+        QTest::mouseClick(box, Qt::LeftButton, Qt::NoModifier, QPoint(12, 8));
+        QVERIFY(!box->isChecked());
+        back = e.topology(&why);
+        QVERIFY2(back.has_value(), qPrintable(why));
+        QVERIFY(!back->has_migration);
+        QVERIFY(!QString::fromStdString(topology_to_json(*back)).contains(QStringLiteral("migration")));
+        QCOMPARE(e.migrationFigures(), QString());
+        e.setTopology(QStringLiteral("plain"), known_topology("deepseek-v2-lite-ep8-dp4"));
+        QVERIFY(!box->isChecked());
+        box->setChecked(true);
+        back = e.topology();
+        QVERIFY(back->has_migration);
+        QCOMPARE(back->migration, MigrationModel{});
+        QCOMPARE(e.migrationFigures(),
+                 QStringLiteral("One expert's state: 121 MB (14 B x 8,650,752 parameters of deepseek-v2-lite); "
+                                "moving it takes 0.303 ms within a node, 2.42 ms across nodes. Seconds per unit of "
+                                "max_g U: 0.532 ms (derived: 6 x C 4,096 x 8,650,752 parameters / 400 TFLOP/s)."));
+        // A run's setup with the section is what the form shows (planning from it keeps the section).
+        PlannerBudgets b;
+        e.loadSetup(QStringLiteral("moves"), t, b, QStringLiteral("run 1"));
+        QVERIFY(e.showsSetup(QStringLiteral("moves"), t, b));
     }
 
     // --- A saved run's setup and the form's edits ---

@@ -97,6 +97,7 @@ void SetupPane::fitToTrace(const storage::TraceEntry& trace) {
     // The topology is the engineer's cluster and stays as set while it can plan the trace. One whose
     // experts per layer differ from the trace's model cannot: then a preset of the model is offered
     // (the same EP ranks and DP slots when one exists) and the status line says what was replaced.
+    editor_->setTraceModel(trace.model);
     const auto topo = editor_->topology();
     if (!topo) return;
     const std::optional<std::string> pick = preset_for_model(trace.model, *topo);

@@ -37,7 +37,8 @@ public:
     bool loadRun(const storage::RunEntry& run, bool force);
     /// The status line's note that the form kept its edits instead of run `runId`'s setup.
     static QString keptEditsNote(qint64 runId);
-    /// When the form's topology has other experts per layer than `trace`'s model (it cannot plan
+    /// Gives the form `trace`'s model (the migration figures' expert parameters). When the form's
+    /// topology has other experts per layer than `trace`'s model (it cannot plan
     /// it), selects a shipped preset of that model (the one with the same EP ranks and DP slots when
     /// there is one) and says so in the status line, naming both presets; silently while the form
     /// still holds the studio's start-up preset (no form step yet: nobody chose what is replaced).

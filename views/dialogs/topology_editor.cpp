@@ -148,7 +148,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     addNodeRows(tf, topoBox);
     addStageRows(tf, topoBox);
     layout->addWidget(topoBox);
-
+    layout->addWidget(buildMigrationBox());
     layout->addWidget(buildBudgetBox());
 
     validity_ = new QLabel(this);
@@ -202,7 +202,9 @@ QVariantList TopologyEditor::formState() const {
     for (const QSpinBox* b : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
                               samplesPerCell_, maxSamplesPerCell_, invocation_})
         s << b->value();
-    s << oversize_->currentIndex() << commWeight_->value() << commTolerance_->value();
+    s << oversize_->currentIndex() << migrationBox_->isChecked() << planning_->currentIndex();
+    for (const QDoubleSpinBox* d : numberFields())
+        s << d->value();
     for (const BudgetField& f : budgetFields_)
         s << (f.spin     ? QVariant(f.spin->value())
               : f.number ? QVariant(f.number->value())
@@ -227,8 +229,10 @@ void TopologyEditor::restoreFormState(const QVariantList& state) {
                         samplesPerCell_, maxSamplesPerCell_, invocation_})
         b->setValue(state[i++].toInt());
     oversize_->setCurrentIndex(state[i++].toInt());
-    commWeight_->setValue(state[i++].toDouble());
-    commTolerance_->setValue(state[i++].toDouble());
+    migrationBox_->setChecked(state[i++].toBool());
+    planning_->setCurrentIndex(state[i++].toInt());
+    for (QDoubleSpinBox* d : numberFields())
+        d->setValue(state[i++].toDouble());
     for (const BudgetField& f : budgetFields_) {
         const QVariant v = state[i++];
         if (f.spin) f.spin->setValue(v.toInt());
@@ -426,8 +430,10 @@ void TopologyEditor::connectFields() {
     for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
                         samplesPerCell_, maxSamplesPerCell_, invocation_})
         connect(s, &QSpinBox::valueChanged, this, notify);
-    connect(oversize_, &QComboBox::currentIndexChanged, this, notify);
-    for (QDoubleSpinBox* s : {commWeight_, commTolerance_})
+    for (QComboBox* c : {oversize_, planning_})
+        connect(c, &QComboBox::currentIndexChanged, this, notify);
+    connect(migrationBox_, &QGroupBox::toggled, this, notify);
+    for (QDoubleSpinBox* s : numberFields())
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
     for (const BudgetField& f : budgetFields_) {
         if (f.spin) connect(f.spin, &QSpinBox::valueChanged, this, notify);
@@ -499,6 +505,7 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     commWeight_->setValue(t.comm_weight);
     commTolerance_->setValue(t.comm_load_tolerance);
     invocation_->setValue(static_cast<int>(t.expert_invocation_tokens));
+    fillMigration(t);
     stages_->setRowCount(0);
     for (const auto& s : t.attention_stages)
         addStage(QString::fromStdString(s.name), s.alpha, s.beta);
@@ -554,6 +561,7 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.comm_weight = commWeight_->value();
         t.comm_load_tolerance = commTolerance_->value();
         t.expert_invocation_tokens = invocation_->value();
+        readMigration(t);
         for (int r = 0; r < stages_->rowCount(); ++r) {
             AttentionStage s;
             const QTableWidgetItem* n = stages_->item(r, 0);
@@ -620,6 +628,7 @@ void TopologyEditor::updateValidity() {
                                 .arg(t->shards())
                                 .arg(capText(*t))
                           : why);
+    migrationFigures_->setText(migrationFigures());
     validity_->setStyleSheet(
         ok ? QString() : QStringLiteral("color: white; background-color: #b3261e; padding: 3px; border-radius: 3px;"));
 }

@@ -2,8 +2,10 @@
 // Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows, row multiple,
 // where things run (GPUs per node, or the explicit node lists ep_rank_nodes / dp_slot_nodes), the
 // communication-aware method's comm_weight and comm_load_tolerance, attention stages (alpha, beta),
-// and every PlannerBudgets field. Presets: the shipped topologies (resources/topologies) and the
+// the migration cost model (the topology's "migration" section, with the figures it derives), and
+// every PlannerBudgets field. Presets: the shipped topologies (resources/topologies) and the
 // topologies saved in the open library.
+#include "core/model/model.h"
 #include "core/model/topology.h"
 #include "core/plan/budgets.h"
 #include "core/plan/planner.h"
@@ -82,6 +84,15 @@ public:
     /// "Load <label>", marked clean; Ctrl+Z brings the previous form back.
     void loadSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b,
                    const QString& label);
+    /// The model of the trace the studio plans: the migration section's figures take its expert
+    /// parameters when the section gives none (resolve_migration_cost's rule). Before any, the
+    /// figures say that the trace's model gives them.
+    void setTraceModel(const routepack::ModelDescription& model);
+    /// The migration section's derived figures as the form shows them (object "migrationFigures"):
+    /// one expert's state bytes and its move's seconds within and across nodes, and the seconds per
+    /// unit of max_g U (given or derived), from resolve_migration_cost of the form's topology; or why
+    /// they cannot be derived; "" without a migration section.
+    QString migrationFigures() const;
     /// True when the form holds exactly this topology name, topology and budgets.
     bool showsSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b) const;
 
@@ -97,6 +108,16 @@ private:
     void addNodeRows(QFormLayout* tf, QWidget* topoBox);
     /// The attention stage table and its Add / Remove buttons.
     void addStageRows(QFormLayout* tf, QWidget* topoBox);
+    /// The migration section: a checkable group (checked = the topology has the section), a field per
+    /// MigrationModel number, the planning word and the derived figures (topology_migration.cpp).
+    QGroupBox* buildMigrationBox();
+    /// The migration fields from t (the section's values, or MigrationModel's defaults unchecked).
+    void fillMigration(const routepack::Topology& t);
+    /// t.has_migration and t.migration from the migration fields.
+    void readMigration(routepack::Topology& t) const;
+    /// The number fields of the form in formState's order: comm weight, comm load tolerance, then
+    /// the migration section's.
+    std::vector<QDoubleSpinBox*> numberFields() const;
     /// The budget fields (budget_table order, run settings last) and the seed.
     QGroupBox* buildBudgetBox();
     /// Every field's change validates, syncs the preset and emits changed.
@@ -152,6 +173,18 @@ private:
     QDoubleSpinBox* commTolerance_ = nullptr;
     QSpinBox* invocation_ = nullptr; ///< expert_invocation_tokens (0 = the linear expert term)
     QTableWidget* stages_ = nullptr;
+    // The migration section (routepack::MigrationModel).
+    QGroupBox* migrationBox_ = nullptr;
+    QDoubleSpinBox* stateBytes_ = nullptr;
+    QDoubleSpinBox* expertParams_ = nullptr; ///< 0 = from the model ("from the model")
+    QDoubleSpinBox* intraGBps_ = nullptr;
+    QDoubleSpinBox* interGBps_ = nullptr;
+    QDoubleSpinBox* secondsPerU_ = nullptr; ///< 0 = derived ("derived")
+    QDoubleSpinBox* achievedTflops_ = nullptr;
+    QDoubleSpinBox* planSeconds_ = nullptr;
+    QComboBox* planning_ = nullptr; ///< "overlapped" (index 0) or "serial" (index 1)
+    QLabel* migrationFigures_ = nullptr;
+    routepack::ModelDescription traceModel_;
     QLabel* validity_ = nullptr;
     // Budgets: one field per row of routepack::budget_table() (core/plan/budgets.h), with the
     // row's range, so a loaded budget shows as it is.

@@ -11,6 +11,8 @@ CompareRunFacts compareRunFacts(qint64 id, const PlanResult& plan) {
     f.seed = plan.budgets.seed;
     f.levels = plan.budgets.annealing.levels;
     f.steps = plan.budgets.annealing.steps;
+    f.maxMoves = plan.budgets.max_moves;
+    f.historyDecay = plan.budgets.history_decay;
     f.cancelled = plan.cancelled;
     f.timeLimit = plan.time_limit_hit;
     return f;
@@ -24,6 +26,8 @@ CompareRunFacts compareRunFacts(const storage::RunEntry& run) {
     f.seed = run.budgets.seed;
     f.levels = run.budgets.annealing.levels;
     f.steps = run.budgets.annealing.steps;
+    f.maxMoves = run.budgets.max_moves;
+    f.historyDecay = run.budgets.history_decay;
     f.cancelled = run.status == "cancelled";
     f.failed = run.status == "failed";
     f.timeLimit = !f.cancelled && run.message.find("time limit") != std::string::npos;
@@ -41,6 +45,8 @@ QString compareRunLabel(const CompareRunFacts& f) {
     const int nodes = f.topology.nodes();
     if (nodes > 1) parts << QObject::tr("%1 nodes").arg(nodes);
     parts << QObject::tr("seed %1").arg(f.seed) << QObject::tr("%1x%2 steps").arg(f.levels).arg(f.steps);
+    if (f.maxMoves >= 0) parts << QObject::tr("max moves %1").arg(f.maxMoves);
+    if (f.historyDecay > 0) parts << QObject::tr("history decay %1").arg(f.historyDecay, 0, 'g', 6);
     if (f.failed)
         parts << QObject::tr("failed");
     else if (f.cancelled)

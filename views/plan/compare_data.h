@@ -22,10 +22,12 @@ struct CompareRunFacts {
     QString name;  ///< a saved run's name (storage::RunEntry::name; empty when unnamed)
     Topology topology;
     std::uint64_t seed = 0;
-    int levels = 0, steps = 0; ///< annealing N_T and K
-    bool cancelled = false;    ///< cancelled (best valid plan so far)
-    bool timeLimit = false;    ///< stopped by the time limit
-    bool failed = false;       ///< no plan (a failed saved run)
+    int levels = 0, steps = 0;  ///< annealing N_T and K
+    std::int64_t maxMoves = -1; ///< the move budget (budgets.max_moves; -1 unlimited)
+    double historyDecay = 0;    ///< budgets.history_decay (0: none)
+    bool cancelled = false;     ///< cancelled (best valid plan so far)
+    bool timeLimit = false;     ///< stopped by the time limit
+    bool failed = false;        ///< no plan (a failed saved run)
 };
 CompareRunFacts compareRunFacts(qint64 id, const routepack::PlanResult& plan);
 CompareRunFacts compareRunFacts(const routepack::storage::RunEntry& run);
@@ -33,9 +35,10 @@ CompareRunFacts compareRunFacts(const routepack::storage::RunEntry& run);
 /// "run 11" (saved) or "unsaved 2" (id -2): unique per run, never elided.
 QString compareRunName(qint64 id);
 /// The full label: name, the run's own name when it has one, "EP<P>/DP<D>", "<N> nodes" on more than one node (node
-/// count of the topology), seed, "<N_T>x<K> steps", and "cancelled", "time limit" or "failed" when it ended so; joined
-/// by " · ". E.g. "run 11 · EP16/DP8 · 2 nodes · seed 1 · 12x1000 steps · cancelled", or "run 11 · long anneal ·
-/// EP16/DP8 · seed 1 · 12x1000 steps" for run 11 named "long anneal".
+/// count of the topology), seed, "<N_T>x<K> steps", "max moves <N>" with a move budget, "history decay <X>" with a
+/// run-level base placement, and "cancelled", "time limit" or "failed" when it ended so; joined by " · ". E.g. "run 11
+/// · EP16/DP8 · 2 nodes · seed 1 · 12x1000 steps · cancelled", "run 12 · EP8/DP4 · seed 1 · 12x1000 steps · max moves
+/// 200", or "run 11 · long anneal · EP16/DP8 · seed 1 · 12x1000 steps" for run 11 named "long anneal".
 QString compareRunLabel(const CompareRunFacts& f);
 
 /// Bar colour of the k-th run of the comparison (eight mid-tones, readable on light and dark, cycled).
