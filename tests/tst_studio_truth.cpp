@@ -30,10 +30,12 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSet>
 #include <QSpinBox>
@@ -342,6 +344,75 @@ private Q_SLOTS:
         PlannerBudgets b;
         e.loadSetup(QStringLiteral("moves"), t, b, QStringLiteral("run 1"));
         QVERIFY(e.showsSetup(QStringLiteral("moves"), t, b));
+    }
+
+    void presetSwitchSaysWhatChangedAndBudgetsShowEdited() {
+        // A budget typed in stays through a preset picked in the box, and is never hidden: its label is
+        // bold, the budget box counts it, the status line names it and what the preset changed;
+        // Defaults resets the budgets as one undo step.
+        StudioWindow w(options_);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        TopologyEditor* e = ui::topologyEditor(w);
+        auto* box = e->findChild<QGroupBox*>(QStringLiteral("budgetBox"));
+        auto* steps = e->findChild<QSpinBox*>(QStringLiteral("budget:steps_per_level"));
+        auto* defaults = e->findChild<QPushButton*>(QStringLiteral("budgetDefaults"));
+        auto* preset = e->findChild<QComboBox*>(QStringLiteral("presetBox"));
+        QVERIFY(box && steps && defaults && preset);
+        auto* form = static_cast<QFormLayout*>(box->layout());
+        auto* stepsLabel = qobject_cast<QLabel*>(form->labelForField(steps));
+        QVERIFY(stepsLabel);
+        QCOMPARE(box->title(), QStringLiteral("Planner budgets (the defaults)"));
+        QVERIFY(!defaults->isEnabled());
+        QVERIFY(!stepsLabel->font().bold());
+        QVERIFY(e->editedBudgets().isEmpty());
+        steps->setFocus();
+        steps->selectAll();
+        QTest::keyClicks(steps, QStringLiteral("5000"));
+        QCOMPARE(e->budgets().annealing.steps, 5000);
+        QCOMPARE(box->title(), QStringLiteral("Planner budgets (1 edited)"));
+        QVERIFY(stepsLabel->font().bold());
+        QCOMPARE(stepsLabel->toolTip(), QStringLiteral("Edited; the default is 1,000"));
+        QVERIFY(defaults->isEnabled());
+        QCOMPARE(e->editedBudgets(), QStringList{QStringLiteral("Steps K per level 5,000")});
+        // Up from synthetic-demo-ep8-dp4 (the start-up preset, last in the box) picks
+        // llama4-maverick-ep8-dp4: E 32 -> 128, C 8192 -> 2048, other attention stages.
+        QCOMPARE(e->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        preset->setFocus();
+        QTest::keyClick(preset, Qt::Key_Up);
+        QCOMPARE(e->currentPreset(), QStringLiteral("llama4-maverick-ep8-dp4"));
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("Preset shipped: llama4-maverick-ep8-dp4: Experts per layer E 32 \u2192 128, Token cap "
+                                "C 8,192 \u2192 2,048, Attention stages changed; budgets kept, 1 not the defaults: "
+                                "Steps K per level 5,000 (Defaults in Planner budgets resets them)."));
+        QCOMPARE(e->budgets().annealing.steps, 5000);
+        QVERIFY(stepsLabel->font().bold());
+        // Defaults by a click: every budget back, one step that Ctrl+Z takes back.
+        QTest::mouseClick(defaults, Qt::LeftButton);
+        QCOMPARE(e->budgets().annealing.steps, PlannerBudgets{}.annealing.steps);
+        QCOMPARE(box->title(), QStringLiteral("Planner budgets (the defaults)"));
+        QVERIFY(!stepsLabel->font().bold());
+        QCOMPARE(e->topologyName(), QStringLiteral("llama4-maverick-ep8-dp4"));
+        steps->setFocus();
+        QTest::keyClick(steps, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(e->budgets().annealing.steps, 5000);
+        // A special value reads as its meaning in the list and the default's tooltip.
+        auto* moves = e->findChild<QSpinBox*>(QStringLiteral("budget:max_moves"));
+        auto* decay = e->findChild<QDoubleSpinBox*>(QStringLiteral("budget:history_decay"));
+        QVERIFY(moves && decay);
+        QCOMPARE(moves->text(), QStringLiteral("unlimited"));
+        QCOMPARE(decay->text(), QStringLiteral("none (the step's own loads)"));
+        moves->setValue(200);
+        QCOMPARE(qobject_cast<QLabel*>(form->labelForField(moves))->toolTip(),
+                 QStringLiteral("Edited; the default is unlimited"));
+        QCOMPARE(e->editedBudgets(),
+                 (QStringList{QStringLiteral("Steps K per level 5,000"), QStringLiteral("Max moves 200")}));
+        QApplication::processEvents();
+        // A bold label is laid out whole: as wide as its bold text.
+        for (QLabel* l : {stepsLabel, qobject_cast<QLabel*>(form->labelForField(moves))})
+            QVERIFY2(l->width() >= l->fontMetrics().horizontalAdvance(l->text()), qPrintable(l->text()));
+        shot(box, QStringLiteral("budgets-edited"));
     }
 
     // --- A saved run's setup and the form's edits ---

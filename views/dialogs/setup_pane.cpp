@@ -18,6 +18,8 @@ SetupPane::SetupPane(QWidget* parent) : QScrollArea(parent), editor_(new Topolog
     // (else spin boxes, the Name field and the stage table's columns are cut at the right edge).
     setMinimumWidth(editor_->minimumSizeHint().width() + verticalScrollBar()->sizeHint().width() + 2 * frameWidth());
     connect(editor_, &TopologyEditor::saveRequested, this, &SetupPane::save);
+    connect(editor_, &TopologyEditor::presetSwitched, this,
+            [this](const QString& what) { Q_EMIT status(what, false); });
     connect(editor_, &TopologyEditor::changed, this, [this] {
         QString why;
         if (editor_->topology(&why) && editor_->budgets(&why)) Q_EMIT validEdit();

@@ -157,7 +157,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     layout->addStretch(1);
 
     setLibraryTopologies({});
-    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
+    connect(preset_, &QComboBox::activated, this, &TopologyEditor::userPickedPreset);
     connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
     connectFields();
 
@@ -362,8 +362,16 @@ void TopologyEditor::addStageRows(QFormLayout* tf, QWidget* topoBox) {
 
 QGroupBox* TopologyEditor::buildBudgetBox() {
     auto* budgetBox = new QGroupBox(tr("Planner budgets"), this);
+    budgetBox_ = budgetBox;
+    budgetBox->setObjectName(QStringLiteral("budgetBox"));
     auto* bf = new QFormLayout(budgetBox);
     bf->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    budgetDefaults_ = new QPushButton(tr("Defaults"), budgetBox);
+    budgetDefaults_->setObjectName(QStringLiteral("budgetDefaults"));
+    budgetDefaults_->setToolTip(tr("Every budget and the seed back to its default (the workers kept); a bold label "
+                                   "marks a budget that differs from its default"));
+    connect(budgetDefaults_, &QPushButton::clicked, this, &TopologyEditor::resetBudgets);
+    bf->addRow(budgetDefaults_);
     const PlannerBudgets d;
     // One field per budget, in table order; the run settings (workers) last, then the seed.
     std::vector<const BudgetRow*> rows;
@@ -391,6 +399,7 @@ QGroupBox* TopologyEditor::buildBudgetBox() {
             f.number->setSingleStep(key == "time_limit_s" ? 1.0 : (key == "t0" ? 0.001 : 0.05));
             f.number->setValue(budget_double(*row, d));
             if (key == "time_limit_s") f.number->setSpecialValueText(tr("none"));
+            if (key == "history_decay") f.number->setSpecialValueText(tr("none (the step's own loads)"));
             w = f.number;
         } else {
             // Every integer bound of the table fits an int (QSpinBox's range).
@@ -629,6 +638,7 @@ void TopologyEditor::updateValidity() {
                                 .arg(capText(*t))
                           : why);
     migrationFigures_->setText(migrationFigures());
+    updateBudgetMarks();
     validity_->setStyleSheet(
         ok ? QString() : QStringLiteral("color: white; background-color: #b3261e; padding: 3px; border-radius: 3px;"));
 }

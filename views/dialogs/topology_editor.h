@@ -13,6 +13,7 @@
 #include "views/dialogs/topology_text.h"
 
 #include <QString>
+#include <QStringList>
 #include <QVariantList>
 #include <QWidget>
 
@@ -26,6 +27,7 @@ class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QPushButton;
 class QSpinBox;
 class QTableWidget;
 class QUndoStack;
@@ -93,6 +95,13 @@ public:
     /// unit of max_g U (given or derived), from resolve_migration_cost of the form's topology; or why
     /// they cannot be derived; "" without a migration section.
     QString migrationFigures() const;
+    /// The budgets the form shows that differ from PlannerBudgets' defaults, as "<label> <value as
+    /// shown>" in the form's order ("Steps K per level 1,000,000", "Max moves 200", "Seed 7"); the run
+    /// settings (Workers) are not budgets of the plan and never listed.
+    QStringList editedBudgets() const;
+    /// Sets every budget field and the seed to PlannerBudgets' defaults (the run settings kept), as
+    /// one undo step "Reset the budgets" (the budget box's "Defaults" button).
+    void resetBudgets();
     /// True when the form holds exactly this topology name, topology and budgets.
     bool showsSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b) const;
 
@@ -101,6 +110,10 @@ Q_SIGNALS:
     void saveRequested();
     /// Any field changed.
     void changed();
+    /// The user picked a preset in the box: what it changed, in words, for the status line:
+    /// "Preset shipped: X: EP ranks 8 → 16, DP slots 4 → 8 (the rest as before); budgets kept, 2 not
+    /// the defaults: Max moves 200, Seed 7 (Defaults in Planner budgets resets them)".
+    void presetSwitched(const QString& what);
 
 private:
     // The parts of the constructor, in the order their widgets are created (the tab order).
@@ -127,6 +140,14 @@ private:
     void applyPresetFields(const QString& key);
     /// After a fill from outside (setTopology, setBudgets): one undo step, marked clean.
     void recordFill();
+    /// Every topology and migration field as its label and the text it shows (the attention stages
+    /// as one entry), in the form's order: what a preset switch compares.
+    std::vector<std::pair<QString, QString>> topologyFieldTexts() const;
+    /// The preset box's choice by the user: applyPreset, then presetSwitched with what changed.
+    void userPickedPreset(int index);
+    /// The budget box's title and its labels: a budget that differs from its default in bold, its
+    /// tooltip naming the default; the title counts them; "Defaults" enabled when any does.
+    void updateBudgetMarks();
     /// Points the preset box at the preset matching the form, or at none ("edited: <name>").
     void syncPreset();
     /// True when preset `index` has this name and topology.
@@ -195,6 +216,15 @@ private:
         QCheckBox* check = nullptr;       ///< Bool rows
     };
     std::vector<BudgetField> budgetFields_;
+    /// True when budget field `f` shows its PlannerBudgets default.
+    bool atDefault(const BudgetField& f) const;
+    /// Budget field `f`'s value (or its default) as the form words it: the special value's meaning
+    /// at the minimum ("unlimited"), digits grouped ("1,000"), "on" / "off".
+    QString budgetText(const BudgetField& f, bool defaultValue) const;
+    /// True when the seed text reads as PlannerBudgets' default seed.
+    bool seedAtDefault() const;
+    QGroupBox* budgetBox_ = nullptr;
+    QPushButton* budgetDefaults_ = nullptr;
     QLineEdit* seed_ = nullptr;
     routepack::PlannerBudgets hidden_; ///< the budgets last set (a field that cannot be read keeps its value)
     bool filling_ = false;
