@@ -1003,6 +1003,56 @@ private Q_SLOTS:
         }
         shot(w.get(), QStringLiteral("studio-runplan-cancelled"));
     }
+
+    void cancelInAWindowKeepsItsBestPlan() {
+        // Ctrl+. pressed while the third window anneals: the two windows before it stay finished runs, the
+        // third keeps its best valid plan so far as a run marked cancelled, the later windows are not planned.
+        const fs::path file = copyLibrary("cancel-mid.routepack");
+        auto w = studio(file, run_budgets(29, 100000));
+        QVERIFY(w);
+        w->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(w.get()));
+        QVERIFY(w->selectTrace(QStringLiteral("syn")));
+        std::optional<RunPlanResult> result;
+        connect(ui::jobs(*w), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
+        bool pressed = false;
+        connect(ui::jobs(*w), &PlanJobQueue::runProgress, this,
+                [&](quint64, int index, int, const QString& stage, double, double) {
+                    if (index != 2 || stage != QStringLiteral("annealing") || pressed) return;
+                    pressed = true;
+                    QTest::keyClick(w.get(), Qt::Key_Period, Qt::ControlModifier);
+                });
+        QVERIFY(w->planSelectedRun() > 0);
+        QTRY_VERIFY_WITH_TIMEOUT(result.has_value(), 600000);
+        QVERIFY(pressed);
+        QVERIFY(result->cancelled);
+        QVERIFY2(result->error.isEmpty(), qPrintable(result->error));
+        QCOMPARE(result->plans.size(), std::size_t(3));
+        QCOMPARE(result->finishedWindows(), std::size_t(2));
+        QVERIFY(!result->plans[1]->cancelled);
+        QVERIFY(result->plans[2]->cancelled);
+        QCOMPARE(result->plans[2]->window_name, std::string("step-002"));
+        QCOMPARE(w->statusText(), QStringLiteral("Run of syn cancelled (the finished windows are kept): 2 of 5 windows "
+                                                 "planned in %1 s, runs %2..%3; window step-002 keeps its best valid "
+                                                 "plan so far (run %3, cancelled)")
+                                      .arg(result->seconds, 0, 'f', 2)
+                                      .arg(result->runIds.front())
+                                      .arg(result->runIds.back()));
+        // The library holds it as the plan shows it: status cancelled, the same score and rows.
+        auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+        std::vector<std::string> statuses;
+        for (const auto& name : split_window_names("step", 5))
+            for (const auto& r : lib->runs("syn", name))
+                statuses.push_back(r.window + " " + r.status);
+        QCOMPARE(statuses, (std::vector<std::string>{"step-000 finished", "step-001 finished", "step-002 cancelled"}));
+        const storage::RunEntry kept = lib->run(result->runIds[2]);
+        QCOMPARE(kept.score, result->plans[2]->routepack.metrics.score);
+        QCOMPARE(kept.rows, result->plans[2]->rows.rows);
+        QCOMPARE(kept.message, std::string("cancelled: best valid plan so far"));
+        // Its layout is valid for its window.
+        const PlanFile f = parse_plan(lib->run_plan_json(result->runIds[2]), "saved");
+        QCOMPARE(f.row_count, result->plans[2]->rows.rows);
+    }
 };
 
 QTEST_MAIN(TestStudioRunPlan)

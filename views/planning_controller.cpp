@@ -161,19 +161,25 @@ void PlanningController::connectRunJobs() {
         if (!r.error.isEmpty()) {
             Q_EMIT status(tr("Run of %1 stopped after %2 of %3 windows%4: %5")
                               .arg(r.trace)
-                              .arg(r.plans.size())
+                              .arg(r.finishedWindows())
                               .arg(r.windows.size())
                               .arg(runs, r.error),
                           true);
             return;
         }
-        Q_EMIT status(tr("Run of %1 %2: %3 of %4 windows planned in %5 s%6")
+        const bool kept = !r.plans.empty() && r.plans.back()->cancelled;
+        const QString keptText =
+            kept ? tr("; window %1 keeps its best valid plan so far%2")
+                       .arg(QString::fromStdString(r.plans.back()->window_name),
+                            r.runIds.back() > 0 ? tr(" (run %1, cancelled)").arg(r.runIds.back()) : QString())
+                 : QString();
+        Q_EMIT status(tr("Run of %1 %2: %3 of %4 windows planned in %5 s%6%7")
                           .arg(r.trace)
                           .arg(r.cancelled ? tr("cancelled (the finished windows are kept)") : tr("finished"))
-                          .arg(r.plans.size())
+                          .arg(r.finishedWindows())
                           .arg(r.windows.size())
                           .arg(r.seconds, 0, 'f', 2)
-                          .arg(runs),
+                          .arg(runs, keptText),
                       false);
     });
 }

@@ -83,6 +83,10 @@ quint64 PlanJobQueue::enqueueRun(const RunPlanRequest& request) {
         [this](const RunPlanResult& result) { Q_EMIT runFinished(result); });
 }
 
+std::size_t RunPlanResult::finishedWindows() const {
+    return plans.size() - (!plans.empty() && plans.back()->cancelled ? 1 : 0);
+}
+
 RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageWeights& weights,
                                      const std::function<bool(int)>& stop, JobContext& context) {
     RunPlanResult out;
@@ -131,7 +135,8 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
             out.error = tr("window '%1': %2").arg(out.windows[static_cast<int>(k)], QString::fromStdString(w.error));
             return;
         }
-        if (w.plan.cancelled) return;
+        // A cancelled window's plan is its best valid plan so far (at the least `reorder` on the R*
+        // found so far, plan_window): it is saved as a cancelled run and ends the list.
         auto plan = std::make_shared<const PlanResult>(w.plan);
         qint64 run = 0;
         if (request.saveRuns && out.error.isEmpty()) {
@@ -147,6 +152,7 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
         }
         out.plans.push_back(plan);
         out.runIds.push_back(run);
+        if (plan->cancelled) return;
         if (stop && stop(static_cast<int>(out.plans.size()))) context.cancelFlag()->store(true);
         context.post([this, id, k, count, name = out.windows[static_cast<int>(k)], run,
                       maxU = plan->routepack.metrics.score.max_u] {
@@ -154,7 +160,7 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
         });
     };
     plan_chain(inputs, request.budgets.workers, on_done, context.cancelFlag(), on_event);
-    out.cancelled = out.plans.size() < names.size() && out.error.isEmpty();
+    out.cancelled = out.finishedWindows() < names.size() && out.error.isEmpty();
     lib.reset(); // close this thread's connection before the GUI hears of the end
     out.seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
     return out;

@@ -67,17 +67,20 @@ struct RunPlanRequest {
     QString label; ///< shown in the status bar; default "<trace>: N windows"
 };
 
-/// The outcome of a run-planning job: the windows that planned to their end, in run order (a
-/// cancelled job keeps those finished before the cancel; the window that was running is dropped).
+/// The outcome of a run-planning job: the windows that planned, in run order. A cancelled job keeps
+/// those finished before the cancel and the running window's best valid plan so far (last in `plans`,
+/// its PlanResult::cancelled set; saved as a run with status "cancelled", as a cancelled single plan is).
 struct RunPlanResult {
     quint64 job = 0;
     QString trace;
     QStringList windows;                                             ///< every requested window, in run order
-    std::vector<std::shared_ptr<const routepack::PlanResult>> plans; ///< the finished windows' plans, in order
+    std::vector<std::shared_ptr<const routepack::PlanResult>> plans; ///< the windows' plans, in order
     std::vector<qint64> runIds;                                      ///< their saved runs (0 when not saved)
     bool cancelled = false; ///< the job was cancelled before the last window ended
-    QString error;          ///< a window that failed ("window 'w': why") or a save that failed; "" when none
-    double seconds = 0;     ///< wall time of the job
+    /// The plans of windows that planned to their end (`plans` less a cancelled window's last one).
+    std::size_t finishedWindows() const;
+    QString error;      ///< a window that failed ("window 'w': why") or a save that failed; "" when none
+    double seconds = 0; ///< wall time of the job
 };
 
 /// FIFO of planning jobs run one at a time on a private worker thread (a JobTracker with one thread
