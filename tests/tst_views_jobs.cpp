@@ -166,6 +166,46 @@ private Q_SLOTS:
                  (std::array<double, kPlanStageCount>{0.94, 0.04, 0.67, 2.30, 13.36, 81.60, 0.01, 631.0}));
     }
 
+    void stageWeightsFollowTheBudgets() {
+        // Weights measured at the default budgets (seeds 32, 12 x 1000 steps x population 8, 40,000
+        // polish evaluations) carried to 1,000,000 steps per level and no final search: annealing x 1000,
+        // polish / 40,000; the other stages keep their share.
+        const StageWeights w{{1, 1, 2, 6, 60, 20, 10, 100}};
+        PlannerBudgets big;
+        big.annealing.steps = 1000000;
+        big.polish_evaluations = 0;
+        big.seeding.candidates = 64;
+        const StageWeights scaled = scale_stage_weights(w, PlannerBudgets{}, big);
+        const StageWeights back = scale_stage_weights(scaled, big, PlannerBudgets{});
+        const std::array<double, kPlanStageCount> expected{1, 1, 2, 12, 60000, 0.0005, 10, 100};
+        for (std::size_t s = 0; s < expected.size(); ++s) {
+            QVERIFY2(std::abs(scaled.share[s] - expected[s]) <= 1e-12 * expected[s], kPlanStages[s].name);
+            // Back to the defaults: the weights as measured.
+            QVERIFY2(std::abs(back.share[s] - w.share[s]) <= 1e-12 * w.share[s], kPlanStages[s].name);
+        }
+        // With the default table at 1,000,000 steps the first of 12 annealing levels ends near 1/12 of the
+        // run: annealing starts after 0.94 + 0.04 + 0.67 + 2.30 = 3.95 of 13,445.56 units.
+        PlannerBudgets million;
+        million.annealing.steps = 1000000;
+        const StageWeights d = scale_stage_weights(StageWeights::defaults(), PlannerBudgets{}, million);
+        const double total = 0.94 + 0.04 + 0.67 + 2.30 + 13360.0 + 81.60 + 0.01;
+        StageProgress progress(d, 12, false);
+        PlanEvent level;
+        level.stage = "annealing";
+        level.level = LevelStats{};
+        const double first = progress.update(level);
+        QVERIFY2(std::abs(first - (3.95 + 13360.0 / 12) / total) < 1e-12, qPrintable(QString::number(first)));
+        QVERIFY(first > 0.08 && first < 0.09); // before: (3.95 + 13.36 / 12) / 98.92 = 0.051
+        // The queue gives each job its budgets' weights; weights set without budgets are used as they are.
+        PlanJobQueue jobs;
+        QCOMPARE(jobs.stageWeights(PlannerBudgets{}).share, StageWeights::defaults().share);
+        QCOMPARE(jobs.stageWeights(million).share, d.share);
+        jobs.setStageWeights(w, big);
+        QCOMPARE(jobs.stageWeights(big).share, w.share);
+        jobs.setStageWeights(w);
+        QCOMPARE(jobs.stageWeights(million).share, w.share);
+    }
+
     void fifoIdsAndDeliveryOnTheTrackerThread() {
         JobTracker tracker(JobTracker::Policy::EveryResult, 1);
         QSignalSpy started(&tracker, &JobTracker::started);

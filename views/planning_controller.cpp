@@ -89,7 +89,8 @@ void PlanningController::onFinished(const PlanJobResult& r) {
     // A run that planned to the end measured its stages: the next job's progress uses its shares,
     // and a job of the same setup may show a time left.
     if (!replay_.findRestore(r.job) && !r.plan->cancelled && !r.plan->time_limit_hit) {
-        jobs_->setStageWeights(stage_weights_from(r.plan->timings, jobs_->stageWeights()));
+        jobs_->setStageWeights(stage_weights_from(r.plan->timings, jobs_->stageWeights(r.plan->budgets)),
+                               r.plan->budgets);
         const auto setup = liveSetups_.find(r.job);
         weightsSetup_ = setup == liveSetups_.end() ? std::string() : setup->second;
     }

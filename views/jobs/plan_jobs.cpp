@@ -68,7 +68,8 @@ quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
     PlanJobRequest rq = request;
     if (rq.label.isEmpty()) rq.label = request.trace + QLatin1Char('/') + request.window;
     return queue<PlanJobResult>(
-        rq.label, rq.library, [this, rq, weights = weights_](JobContext& context) { return run(rq, weights, context); },
+        rq.label, rq.library,
+        [this, rq, weights = stageWeights(rq.budgets)](JobContext& context) { return run(rq, weights, context); },
         [this](const PlanJobResult& result) { Q_EMIT finished(result); });
 }
 
@@ -77,7 +78,7 @@ quint64 PlanJobQueue::enqueueRun(const RunPlanRequest& request) {
     if (rq.label.isEmpty()) rq.label = tr("%1: %2 windows").arg(request.trace).arg(request.windows.size());
     return queue<RunPlanResult>(
         rq.label, rq.library,
-        [this, rq, weights = weights_, stop = runStop_](JobContext& context) {
+        [this, rq, weights = stageWeights(rq.budgets), stop = runStop_](JobContext& context) {
             return runChain(rq, weights, stop, context);
         },
         [this](const RunPlanResult& result) { Q_EMIT runFinished(result); });
@@ -118,8 +119,11 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
     const int count = static_cast<int>(names.size());
     std::size_t current = names.size();
     std::optional<StageProgress> share;
+    // Window k > 0 is weighted by window k-1's measured stage times (same budgets and topology; a
+    // chained window's placement stage holds its moves' search, which the defaults do not know).
+    StageWeights windowWeights = weights;
     auto on_event = [&](std::size_t k, const PlanEvent& e) {
-        if (k != current) share.emplace(weights, request.budgets.annealing.levels, request.topology.nodes() > 1);
+        if (k != current) share.emplace(windowWeights, request.budgets.annealing.levels, request.topology.nodes() > 1);
         const bool next = k != current;
         current = k;
         const double window = share->update(e);
@@ -131,6 +135,7 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
     };
     // Each window that planned to its end is saved at once, so that a cancel keeps it.
     auto on_done = [&](std::size_t k, const WindowPlan& w) {
+        if (!w.plan.cancelled) windowWeights = stage_weights_from(w.plan.timings, windowWeights);
         if (!w.error.empty()) {
             out.error = tr("window '%1': %2").arg(out.windows[static_cast<int>(k)], QString::fromStdString(w.error));
             return;
@@ -267,7 +272,12 @@ void PlanJobQueue::cancelAll() {
     tracker_->cancelAll();
 }
 
-void PlanJobQueue::setStageWeights(const StageWeights& weights) {
+StageWeights PlanJobQueue::stageWeights(const PlannerBudgets& budgets) const {
+    return weightsBudgets_ ? scale_stage_weights(weights_, *weightsBudgets_, budgets) : weights_;
+}
+
+void PlanJobQueue::setStageWeights(const StageWeights& weights, const std::optional<PlannerBudgets>& measuredWith) {
+    weightsBudgets_ = measuredWith;
     weights_ = weights;
 }
 

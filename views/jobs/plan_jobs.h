@@ -116,11 +116,15 @@ public:
     /// Starts a new generation: results of every job enqueued before are dropped (see class doc).
     void invalidate();
     /// The stage weights of the jobs enqueued from now on (StageProgress: `progress` reports the
-    /// fraction of the expected wall time, each planner stage weighted by its share); default
-    /// StageWeights::defaults(). The studio passes each finished run's measured shares
-    /// (stage_weights_from of PlanResult::timings).
-    void setStageWeights(const StageWeights& weights);
-    StageWeights stageWeights() const { return weights_; }
+    /// fraction of the expected wall time, each planner stage weighted by its share), as measured
+    /// with budgets `measuredWith`: each job weights its stages by scale_stage_weights to its own
+    /// budgets. Without `measuredWith` the weights are taken as they are for every job. Default:
+    /// StageWeights::defaults(), measured with PlannerBudgets{}. The studio passes each finished
+    /// run's measured shares (stage_weights_from of PlanResult::timings) and budgets.
+    void setStageWeights(const StageWeights& weights,
+                         const std::optional<routepack::PlannerBudgets>& measuredWith = std::nullopt);
+    /// The stage weights a job with budgets `budgets` is given.
+    StageWeights stageWeights(const routepack::PlannerBudgets& budgets) const;
 
     quint64 generation() const;
     /// Id of the running job, 0 when idle.
@@ -150,8 +154,9 @@ Q_SIGNALS:
     /// (JobFailure::text: budgets named by their fields' labels).
     void failed(quint64 job, const QString& message);
     /// Run-planning job `job` is at window `index` of `count` (0-based), in planner stage `stage`:
-    /// `window` the fraction of that window (StageProgress), `overall` of the whole run ((index +
-    /// window) / count). Throttled like `progress`.
+    /// `window` the fraction of that window (StageProgress: window 0 by the queue's stage weights for
+    /// the run's budgets, window k > 0 by window k-1's measured stage times), `overall` of the whole
+    /// run ((index + window) / count). Throttled like `progress`.
     void runProgress(quint64 job, int index, int count, const QString& stage, double window, double overall);
     /// Window `index` of run-planning job `job` planned to its end and was saved as run `runId` (0 when
     /// not saved); `maxU` its routepack max_g U.
@@ -199,6 +204,7 @@ private:
 
     JobTracker* tracker_ = nullptr;
     StageWeights weights_ = StageWeights::defaults();
+    std::optional<routepack::PlannerBudgets> weightsBudgets_ = routepack::PlannerBudgets{};
     std::function<bool(int)> runStop_;
     /// Label (PlanJobRequest::label) and library of every job that runs or waits.
     std::map<quint64, std::pair<QString, QString>> jobs_;

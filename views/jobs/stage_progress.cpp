@@ -45,6 +45,26 @@ StageWeights stage_weights_from(const std::map<std::string, double>& timings, co
     return measured;
 }
 
+StageWeights scale_stage_weights(const StageWeights& weights, const PlannerBudgets& from, const PlannerBudgets& to) {
+    auto work = [](const PlannerBudgets& b, PlanStage s) -> double {
+        switch (s) {
+        case PlanStage::Seeding:
+            return std::max(1, b.seeding.candidates);
+        case PlanStage::Annealing:
+            return static_cast<double>(std::max(1, b.annealing.levels)) * std::max(1, b.annealing.steps) *
+                   std::max(1, b.seeding.population);
+        case PlanStage::Polish:
+            return static_cast<double>(std::max<std::int64_t>(1, b.polish_evaluations));
+        default:
+            return 1.0;
+        }
+    };
+    StageWeights out = weights;
+    for (const PlanStageRow& row : kPlanStages)
+        out.share[static_cast<std::size_t>(row.stage)] *= work(to, row.stage) / work(from, row.stage);
+    return out;
+}
+
 StageProgress::StageProgress(const StageWeights& weights, int annealing_levels, bool communication)
     : levels_(std::max(1, annealing_levels)) {
     const int comm = static_cast<int>(PlanStage::Communication);

@@ -34,6 +34,14 @@ struct StageWeights {
 StageWeights stage_weights_from(const std::map<std::string, double>& timings,
                                 const StageWeights& fallback = StageWeights::defaults());
 
+/// Weights measured (or set) for budgets `from`, carried over to budgets `to`: each stage's share
+/// times the ratio of the work it does under the two, so that a run with ten times the annealing steps
+/// weights its annealing ten times as much. The work: seeding seeds_M (candidates), annealing levels
+/// x steps per level x population (proposals over the chains), the final search polish_evaluations
+/// (at least 1); placement, row count, baselines, validation and communication do not grow with the
+/// budgets and keep their share.
+StageWeights scale_stage_weights(const StageWeights& weights, const PlannerBudgets& from, const PlannerBudgets& to);
+
 /// Turns a run's PlanEvents into a fraction of its expected wall time. With w_s the weight of stage s
 /// and W the sum over the stages that run (communication only when `communication`), the start of
 /// stage s is at sum_{s' before s} w_s' / W; annealing level k (0-based, of `annealing_levels`)
