@@ -12,6 +12,7 @@
 #include "views/run/run_view.h"
 #include "views/studio_status.h"
 #include "views/widgets/gui_text.h"
+#include "views/widgets/screen_fit.h"
 #include "views/widgets/wheel_guard.h"
 
 #include <QCloseEvent>
@@ -44,9 +45,8 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     buildUi();
     buildActions();
     connectPanes();
-    resize(1560, 960);
     auto s = settings();
-    restoreGeometry(s->value(QStringLiteral("window/geometry")).toByteArray());
+    fit_to_screen(this, QSize(1560, 960), s->value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(s->value(QStringLiteral("window/state")).toByteArray());
     findChild<QSplitter*>(QStringLiteral("mainSplit"))
         ->restoreState(s->value(QStringLiteral("window/split")).toByteArray());
