@@ -23,6 +23,7 @@
 #include "views/plan/heatmap_widget.h"
 #include "views/plan/plan_views.h"
 #include "views/studio_window.h"
+#include "views/widgets/help_dialog.h"
 #include "views/widgets/item_actions.h"
 #include "views/widgets/roles.h"
 #include "views/widgets/theme.h"
@@ -56,6 +57,7 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QTreeView>
+#include <QTreeWidget>
 #include <QUrl>
 #include <QtTest>
 
@@ -724,7 +726,57 @@ private Q_SLOTS:
         QVERIFY(!shown.contains(QStringLiteral("### ")));
         // The keyboard shortcuts stay in the Help menu.
         QVERIFY(w.shortcutsText().contains(QStringLiteral("Edit > Find in the library: Ctrl+F")));
-        browser->window()->resize(760, 640);
+        // The contents are the guide's headings (from the file: "#" lines, indented by level), in order.
+        auto* help = qobject_cast<HelpDialog*>(browser->window());
+        QVERIFY(help);
+        QStringList headings;
+        for (const QString& line : md.split(QLatin1Char('\n'))) {
+            const qsizetype level = line.indexOf(QStringLiteral("# ")) + 1;
+            if (level >= 1 && level <= 3 && line.left(level) == QString(level, QLatin1Char('#')))
+                headings << QString(2 * (level - 1), QLatin1Char(' ')) + line.mid(level + 1);
+        }
+        QCOMPARE(headings.size(), 17);
+        QCOMPARE(help->contents(), headings);
+        // A click on "Run" in the contents scrolls the text there.
+        auto* contents = help->findChild<QTreeWidget*>(QStringLiteral("helpContents"));
+        QVERIFY(contents);
+        QTreeWidgetItem* runItem =
+            contents->findItems(QStringLiteral("Run"), Qt::MatchExactly | Qt::MatchRecursive).value(0);
+        QVERIFY(runItem);
+        help->show();
+        QVERIFY(QTest::qWaitForWindowExposed(help));
+        contents->scrollToItem(runItem);
+        QTest::mouseClick(contents->viewport(), Qt::LeftButton, Qt::NoModifier,
+                          contents->visualItemRect(runItem).center());
+        QCOMPARE(help->currentSection(), QStringLiteral("Run"));
+        QVERIFY(browser->viewport()->rect().contains(browser->cursorRect().center()));
+        // Search by keys: every case-insensitive match of the plain text counted, Enter steps on,
+        // Shift+Enter back, the selection is the match.
+        auto* search = help->findChild<QLineEdit*>(QStringLiteral("helpSearch"));
+        QVERIFY(search);
+        search->setFocus();
+        QTest::keyClicks(search, QStringLiteral("placement"));
+        const qsizetype n = browser->toPlainText().count(QStringLiteral("placement"), Qt::CaseInsensitive);
+        QVERIFY(n >= 2);
+        const QString first = help->matchText();
+        QVERIFY2(first.endsWith(QStringLiteral(" of %1 matches").arg(n)), qPrintable(first));
+        QCOMPARE(browser->textCursor().selectedText().toLower(), QStringLiteral("placement"));
+        const int at = browser->textCursor().selectionStart();
+        QTest::keyClick(search, Qt::Key_Return);
+        QVERIFY(browser->textCursor().selectionStart() != at);
+        QCOMPARE(browser->textCursor().selectedText().toLower(), QStringLiteral("placement"));
+        QTest::keyClick(search, Qt::Key_Return, Qt::ShiftModifier);
+        QCOMPARE(browser->textCursor().selectionStart(), at);
+        QCOMPARE(help->matchText(), first);
+        QCOMPARE(browser->extraSelections().size(), n);
+        search->selectAll();
+        QTest::keyClicks(search, QStringLiteral("zqxj"));
+        QCOMPARE(help->matchText(), QStringLiteral("no match"));
+        QCOMPARE(help->findChild<QLabel*>(QStringLiteral("helpMatches"))->text(), QStringLiteral("no match"));
+        QVERIFY(browser->extraSelections().isEmpty());
+        search->selectAll();
+        QTest::keyClicks(search, QStringLiteral("placement"));
+        browser->window()->resize(900, 640);
         shot(browser->window(), QStringLiteral("basics-help"));
     }
 

@@ -171,7 +171,8 @@ public:
     /// The theme set (Light when none is kept).
     Theme theme() const;
     /// Help > Guide to the views: docs/studio-views.md (embedded as :/docs/studio-views.md) in a
-    /// QTextBrowser (setMarkdown). Opened modeless; the same dialog is raised again.
+    /// HelpDialog (contents and search, views/widgets/help_dialog.h). Opened modeless; the same
+    /// dialog is raised again.
     QDialog* showViewsHelp();
 
 Q_SIGNALS:

@@ -9,12 +9,12 @@
 #include "views/plan/plan_views.h"
 #include "views/results_pane.h"
 #include "views/studio_status.h"
+#include "views/widgets/help_dialog.h"
 #include "views/widgets/item_actions.h"
 
 #include <QAction>
 #include <QActionGroup>
 #include <QDialog>
-#include <QDialogButtonBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
@@ -25,8 +25,6 @@
 #include <QMimeData>
 #include <QSettings>
 #include <QTableView>
-#include <QTextBrowser>
-#include <QVBoxLayout>
 
 namespace routepack::views {
 
@@ -126,22 +124,11 @@ void StudioWindow::buildHelpMenu() {
 
 QDialog* StudioWindow::showViewsHelp() {
     if (!helpDialog_) {
-        helpDialog_ = new QDialog(this);
-        helpDialog_->setWindowTitle(tr("Guide to the views — RoutePack Studio"));
-        auto* layout = new QVBoxLayout(helpDialog_);
-        auto* browser = new QTextBrowser(helpDialog_);
-        browser->setObjectName(QStringLiteral("viewsGuideText"));
-        browser->setOpenExternalLinks(true);
         QFile f(QStringLiteral(":/docs/studio-views.md"));
-        if (f.open(QIODevice::ReadOnly))
-            browser->setMarkdown(QString::fromUtf8(f.readAll()));
-        else
-            browser->setPlainText(tr("The guide (docs/studio-views.md) is missing from this build."));
-        layout->addWidget(browser);
-        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, helpDialog_);
-        connect(buttons, &QDialogButtonBox::rejected, helpDialog_, &QDialog::close);
-        layout->addWidget(buttons);
-        helpDialog_->resize(760, 640);
+        const QString guide = f.open(QIODevice::ReadOnly)
+                                  ? QString::fromUtf8(f.readAll())
+                                  : tr("The guide (docs/studio-views.md) is missing from this build.");
+        helpDialog_ = new HelpDialog(tr("Guide to the views — RoutePack Studio"), guide, this);
     }
     clearStaleError();
     helpDialog_->show();
