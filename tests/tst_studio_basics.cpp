@@ -810,6 +810,34 @@ private Q_SLOTS:
         QCOMPARE(w.statusText(), QStringLiteral("Library %1 read again.").arg(q(file)));
     }
 
+    void emptyLibraryTellsHowToFillIt() {
+        // A new library says how to fill it; once another process imports a trace into it, the line
+        // asks for a selection instead.
+        const fs::path dir = tmp_ / "empty";
+        fs::create_directories(dir);
+        const fs::path file = dir / "new.routepack";
+        storage::Library::open(file);
+        StudioWindow w(options_);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openLibrary(q(file)));
+        QCOMPARE(ui::samplePane(w)->headingText(),
+                 QStringLiteral("This library holds no trace yet: import one with File > Import trace… (Ctrl+I), or "
+                                "drop trace files or folders on the window."));
+        SynthConfig c;
+        c.groups = 1;
+        c.group_size = 2;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        {
+            auto other = storage::Library::open(file);
+            ImportOptions o;
+            o.model = synth_model(c);
+            other->import_trace("syn", {dir / "syn"}, o);
+        }
+        w.findChild<QAction*>(QStringLiteral("reloadLibrary"))->trigger();
+        QCOMPARE(ui::samplePane(w)->headingText(), QStringLiteral("Select a trace or a window in the library."));
+    }
+
     void dropsGoToTheImportDialog() {
         const fs::path file = tmp_ / "drop.routepack";
         fs::copy_file(lib_, file);

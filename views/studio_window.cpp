@@ -121,6 +121,10 @@ void StudioWindow::connectPanes() {
     connect(setup_, &SetupPane::validEdit, this, &StudioWindow::clearStaleError);
     connect(library_, &LibraryPane::currentChanged, this, &StudioWindow::onTreeSelection);
     connect(library_, &LibraryPane::refreshed, results_, &ResultsPane::updateRunView);
+    connect(library_, &LibraryPane::refreshed, this, [this] { // the hint follows traces imported meanwhile
+        if (samplePane_->headingText().startsWith(tr("This library holds no trace yet")))
+            samplePane_->setHeadingText(nothingSelectedText());
+    });
     connect(library_, &LibraryPane::status, this, &StudioWindow::setStatus);
     connect(library_, &LibraryPane::busyChanged, this,
             [this](bool busy) { status_->setBusy(busy, planning_->queue()->isBusy()); });
@@ -215,7 +219,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     setWindowTitle(tr("%1 — RoutePack Studio").arg(QFileInfo(file).fileName()));
     refreshLibrary();
     setup_->setLibrary(lib_.get());
-    samplePane_->setHeadingText(tr("Select a trace or a window in the library."));
+    samplePane_->setHeadingText(nothingSelectedText());
     const auto& snap = library_->snapshot();
     // The run selected when the studio last closed on this library, else the first window.
     qint64 lastRun = 0;
@@ -258,6 +262,12 @@ bool StudioWindow::selectWindow(const QString& trace, const QString& window) {
     return library_->selectWindow(trace, window);
 }
 
+QString StudioWindow::nothingSelectedText() const {
+    if (!library_->snapshot().traces.empty()) return tr("Select a trace or a window in the library.");
+    return tr("This library holds no trace yet: import one with File > Import trace… (Ctrl+I), or drop trace "
+              "files or folders on the window.");
+}
+
 bool StudioWindow::selectRun(qint64 runId) {
     return library_->selectRun(runId);
 }
@@ -269,7 +279,7 @@ void StudioWindow::libraryEdited(const QString& trace, const QString& window) {
         onTreeSelection();
         return;
     }
-    samplePane_->setHeadingText(tr("Select a trace or a window in the library."));
+    samplePane_->setHeadingText(nothingSelectedText());
     results_->updateRunView();
     updateActions();
 }

@@ -215,6 +215,9 @@ private:
     /// After a delete or rename: the plan views emptied, the tree read again, `trace` (and `window`)
     /// selected when given, else the first window or trace, as if clicked.
     void libraryEdited(const QString& trace, const QString& window);
+    /// The sample pane's line while nothing is selected: how to fill an empty library (import,
+    /// drop), else "Select a trace or a window in the library."
+    QString nothingSelectedText() const;
     void onTreeSelection();
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
     void clearPlan();
