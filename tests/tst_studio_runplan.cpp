@@ -604,6 +604,19 @@ private Q_SLOTS:
             QStringLiteral("Step step-003 of cluster run 1: plan %1, with the counts of trace syn.").arg(planFile));
         QVERIFY(ui::planView(*w)->window() != nullptr);
         QVERIFY(ui::planView(*w)->countsNote().isEmpty());
+        // The centre pane shows the step's own samples, not the window shown before.
+        const std::size_t stepSamples = ui::planView(*w)->window()->samples.size();
+        qint64 stepTokens = 0;
+        for (const auto& sample : ui::planView(*w)->window()->samples)
+            stepTokens += sample.length;
+        QTRY_COMPARE_WITH_TIMEOUT(
+            ui::samplePane(*w)->headingText(),
+            QStringLiteral("Step step-003 of cluster run 1 (samples of trace syn): %1 samples, %2 tokens")
+                .arg(stepSamples)
+                .arg(stepTokens),
+            30000);
+        QCOMPARE(ui::sampleModel(*w)->rowCount(), static_cast<int>(stepSamples));
+        QCOMPARE(ui::sampleModel(*w)->sampleId(0).toStdString(), ui::planView(*w)->window()->samples[0].id);
         QCOMPARE(ui::planView(*w)->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
         QCOMPARE(ui::planView(*w)->plan()->baseline.metrics.score.max_u, sw[3]["baseline"].get<double>());
         QVERIFY(!ui::importStepButton(*w)->isVisible());
@@ -657,6 +670,10 @@ private Q_SLOTS:
                      .arg(planFile)
                      .arg(sw[3]["samples"].get<int>()));
         QVERIFY(pv->window() == nullptr);
+        QCOMPARE(ui::samplePane(*w)->headingText(),
+                 QStringLiteral("Step step-003 of cluster run 1: the library holds no counts of its samples (Import "
+                                "step… imports them)."));
+        QCOMPARE(ui::sampleModel(*w)->rowCount(), 0);
         const QString note = pv->countsNote();
         QCOMPARE(note, QStringLiteral("Step step-003 of cluster run 1 was read from its plan file %1. This view "
                                       "needs the step's routing counts, which the library does not hold (no trace "

@@ -122,22 +122,21 @@ quint64 StudioWindow::openClusterStep(const QString& planFile, const QString& st
 
 void StudioWindow::showClusterStep(const ClusterStepRef& step, const ClusterStepPlan& opened) {
     results_->setCurrentWidget(results_->planView());
+    const QString label = tr("Step %1 of cluster run %2").arg(step.window).arg(step.clusterRun);
+    const QString counts = QString::fromStdString(opened.counts_trace);
     if (opened.window) {
+        samplePane_->showSamples(opened.window, counts, tr("%1 (samples of trace %2)").arg(label, counts));
         showPlan(opened.plan, opened.window, 0);
-        setStatus(tr("Step %1 of cluster run %2: plan %3, with the counts of trace %4.")
-                      .arg(step.window)
-                      .arg(step.clusterRun)
-                      .arg(step.planFile, QString::fromStdString(opened.counts_trace)));
+        setStatus(tr("%1: plan %2, with the counts of trace %3.").arg(label, step.planFile, counts));
         return;
     }
-    samplePane_->clearFilter();
+    samplePane_->reset(); // the samples shown were another window's
+    samplePane_->setHeadingText(
+        tr("%1: the library holds no counts of its samples (Import step… imports them).").arg(label));
     results_->showStepWithoutCounts(step, opened);
     updateActions();
-    const QString why = QString::fromStdString(opened.why_no_counts);
-    setStatus(tr("Step %1 of cluster run %2: plan %3, without counts (%4).")
-                  .arg(step.window)
-                  .arg(step.clusterRun)
-                  .arg(step.planFile, why));
+    setStatus(tr("%1: plan %2, without counts (%3).")
+                  .arg(label, step.planFile, QString::fromStdString(opened.why_no_counts)));
 }
 
 ImportDialog* StudioWindow::importShownStep() {

@@ -98,6 +98,7 @@ void SamplePane::load(const QString& library, const QString& trace, const QStrin
                       const std::optional<ModelDescription>& loadOnly) {
     trace_ = trace;
     window_ = window;
+    label_.clear();
     heading_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
     // Latest selection wins: a load superseded by another selection (or another library) is dropped.
     loads_->start<std::shared_ptr<const SampleTableData>>(
@@ -111,6 +112,21 @@ void SamplePane::load(const QString& library, const QString& trace, const QStrin
             show(*data, QString(), loadOnly);
         },
         [this, loadOnly](quint64, const JobFailure& failure) { show(nullptr, failure.text, loadOnly); });
+}
+
+void SamplePane::showSamples(std::shared_ptr<const Trace> samples, const QString& trace, const QString& label) {
+    trace_ = trace;
+    window_.clear();
+    label_ = label;
+    heading_->setText(tr("Loading %1…").arg(label));
+    loads_->start<std::shared_ptr<const SampleTableData>>(
+        [samples = std::move(samples), trace](JobContext&) {
+            return std::shared_ptr<const SampleTableData>(buildSampleTable(*samples, trace));
+        },
+        [this](quint64, const std::shared_ptr<const std::shared_ptr<const SampleTableData>>& data) {
+            show(*data, QString(), std::nullopt);
+        },
+        [this](quint64, const JobFailure& failure) { show(nullptr, failure.text, std::nullopt); });
 }
 
 void SamplePane::show(const std::shared_ptr<const SampleTableData>& data, const QString& error,
@@ -137,8 +153,9 @@ void SamplePane::show(const std::shared_ptr<const SampleTableData>& data, const 
         lengths.push_back(row.info.length);
         total += row.info.length;
     }
-    const QString what =
-        window_.isEmpty() ? tr("Trace %1").arg(trace_) : tr("Window %1 of trace %2").arg(window_, trace_);
+    const QString what = !label_.isEmpty()   ? label_
+                         : window_.isEmpty() ? tr("Trace %1").arg(trace_)
+                                             : tr("Window %1 of trace %2").arg(window_, trace_);
     heading_->setText(tr("%1: %2 samples, %3 tokens").arg(what).arg(lengths.size()).arg(total));
     histogram_->setLengths(lengths, tr("Length distribution (%1 samples)").arg(lengths.size()));
     Q_EMIT loaded(trace_, true);
@@ -148,6 +165,7 @@ void SamplePane::reset() {
     loads_->invalidate(); // a sample load still running for what was shown is dropped
     trace_.clear();
     window_.clear();
+    label_.clear();
     samples_->setData(nullptr);
     histogram_->setLengths({}, QString());
 }

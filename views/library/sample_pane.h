@@ -4,6 +4,7 @@
 // (views/library/length_histogram_view.h) of the trace or window selected in the library. Samples are
 // loaded on a worker thread (a JobTracker, latest selection wins).
 #include "core/model/model.h"
+#include "core/model/trace.h"
 
 #include <QString>
 #include <QStringList>
@@ -43,6 +44,10 @@ public:
     /// filter line. A load superseded by another (or by reset) is dropped.
     void load(const QString& library, const QString& trace, const QString& window,
               const std::optional<routepack::ModelDescription>& loadOnly = std::nullopt);
+    /// Shows samples already loaded (a cluster run step's, with their counts from library trace
+    /// `trace`) as load() shows a window: the table built on a worker thread, the heading "<label>:
+    /// N samples, T tokens" (trace() is then `trace`, window() ""). Superseded like load().
+    void showSamples(std::shared_ptr<const routepack::Trace> samples, const QString& trace, const QString& label);
     /// Empties the table and the histogram and forgets what was shown (a new library); a load on its
     /// way is dropped. The heading stays until setHeadingText.
     void reset();
@@ -83,6 +88,7 @@ private:
 
     JobTracker* loads_ = nullptr;
     QString trace_, window_;
+    QString label_; ///< the heading's name of samples shown by showSamples ("" after load)
     QLabel* heading_ = nullptr;
     QLineEdit* filter_ = nullptr;
     QToolButton* define_ = nullptr;
