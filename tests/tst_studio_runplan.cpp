@@ -631,6 +631,9 @@ private Q_SLOTS:
         shot(w.get(), QStringLiteral("studio-run-cluster"));
         // Back to the trace (no saved runs in this library): its own state again, no chain of the cluster run.
         QVERIFY(w->selectTrace(QStringLiteral("syn")));
+        // The sample table too: the whole trace again, not the step's samples of it.
+        QTRY_VERIFY_WITH_TIMEOUT(ui::samplePane(*w)->headingText().startsWith(QStringLiteral("Trace syn: ")), 30000);
+        QVERIFY(ui::sampleModel(*w)->rowCount() > static_cast<int>(stepSamples));
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->clusterRun() == 0, 30000);
         QVERIFY(rv->isEmptyState());
         QVERIFY2(rv->emptyText().startsWith(QStringLiteral("Trace syn has saved runs in 0 of its 5 windows")),

@@ -304,7 +304,7 @@ void StudioWindow::onTreeSelection() {
     }
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
-    if (trace != samplePane_->trace() || window != samplePane_->window()) loadSamples(trace, window);
+    if (!samplePane_->shows(trace, window)) loadSamples(trace, window);
     results_->updateRunView();
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.

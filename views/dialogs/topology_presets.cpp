@@ -277,21 +277,21 @@ void TopologyEditor::updateBudgetMarks() {
 }
 
 bool TopologyEditor::atDefault(const BudgetField& f) const {
-    const PlannerBudgets d;
-    if (f.check) return f.check->isChecked() == (budget_int(*f.row, d) != 0);
-    if (f.number) return f.number->value() == budget_double(*f.row, d);
-    return f.spin->value() == budget_int(*f.row, d);
+    const double d = f.row->default_value;
+    if (f.check) return f.check->isChecked() == (d != 0);
+    if (f.number) return f.number->value() == d;
+    return static_cast<double>(f.spin->value()) == d;
 }
 
 QString TopologyEditor::budgetText(const BudgetField& f, bool defaultValue) const {
-    const PlannerBudgets d;
-    if (f.check) return (defaultValue ? budget_int(*f.row, d) != 0 : f.check->isChecked()) ? tr("on") : tr("off");
+    const double d = f.row->default_value;
+    if (f.check) return (defaultValue ? d != 0 : f.check->isChecked()) ? tr("on") : tr("off");
     if (f.number) {
-        const double v = defaultValue ? budget_double(*f.row, d) : f.number->value();
+        const double v = defaultValue ? d : f.number->value();
         return v == f.number->minimum() && !f.number->specialValueText().isEmpty() ? f.number->specialValueText()
                                                                                    : f.number->textFromValue(v);
     }
-    const std::int64_t v = defaultValue ? budget_int(*f.row, d) : f.spin->value();
+    const auto v = defaultValue ? static_cast<std::int64_t>(d) : std::int64_t{f.spin->value()};
     return v == f.spin->minimum() && !f.spin->specialValueText().isEmpty() ? f.spin->specialValueText()
                                                                            : QString::fromStdString(grouped_count(v));
 }

@@ -54,6 +54,11 @@ public:
     /// The trace and window shown or being loaded ("" when none).
     QString trace() const { return trace_; }
     QString window() const { return window_; }
+    /// True when the table holds exactly what load(library, trace, window) gives: that trace and
+    /// window loaded by load(), not samples shown by showSamples.
+    bool shows(const QString& trace, const QString& window) const {
+        return label_.isEmpty() && trace_ == trace && window_ == window;
+    }
 
     void setHeadingText(const QString& text);
     /// The heading above the table (what it shows, or why it is empty).
