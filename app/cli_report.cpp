@@ -2,6 +2,7 @@
 
 #include "app/cli_common.h"
 #include "core/model/route_counts.h"
+#include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/score/bound.h"
 
@@ -376,6 +377,65 @@ void print_cluster_run(const nlohmann::json& r) {
               << shown_path(r["out"].get<std::string>()) << "\n";
 }
 
+/// The budgets of `b` that differ from PlannerBudgets{} (workers left out: a machine's setting, not the
+/// run's), as the budgets JSON writes them: {"max_moves": 166, "levels": 40}.
+nlohmann::json budgets_set(const PlannerBudgets& b) {
+    const PlannerBudgets defaults;
+    nlohmann::json out = nlohmann::json::object();
+    for (const BudgetRow& row : budget_table()) {
+        if (std::string(row.key) == "workers" || !budget_written(row, b)) continue;
+        const std::string v = budget_value_text(row, b);
+        if (budget_written(row, defaults) && v == budget_value_text(row, defaults)) continue;
+        out[row.key] = nlohmann::json::parse(v);
+    }
+    return out;
+}
+
+/// A whole run as `info --json` lists it.
+nlohmann::json whole_run_json(const storage::WholeRunEntry& w) {
+    nlohmann::json j = {{"id", w.id},
+                        {"name", w.name},
+                        {"source", storage::whole_run_source_key(w.source)},
+                        {"trace", w.trace},
+                        {"topology", w.topology},
+                        {"ep_ranks", w.topology_value.ep_ranks},
+                        {"dp_slots", w.topology_value.dp_slots},
+                        {"nodes", w.topology_value.nodes()},
+                        {"steps", w.steps},
+                        {"seed", w.settings.seed},
+                        {"budgets", budgets_set(w.settings.budgets)},
+                        {"start", w.settings.start},
+                        {"chained", w.settings.chained},
+                        {"runs", w.runs},
+                        {"created_at", w.created_at}};
+    if (w.cluster_run > 0) {
+        j["cluster_run"] = w.cluster_run;
+        j["cluster_chain"] = w.cluster_chain;
+    }
+    return j;
+}
+
+/// One line: "whole run 2 'b166': sweep of trace 'ds' on ds-ep8 (EP8/DP4), 5 steps, seed 7, max_moves
+/// 166, chained from identity; runs 6..10" (a cluster chain: "; cluster run 1, chain ep8").
+void print_whole_run(const nlohmann::json& w) {
+    const std::string name = w["name"].get<std::string>();
+    std::cout << "whole run " << w["id"] << (name.empty() ? std::string() : " '" + shown(name) + "'") << ": "
+              << w["source"].get<std::string>() << " of trace '" << shown(w["trace"].get<std::string>()) << "' on "
+              << shown(w["topology"].get<std::string>()) << " (EP" << w["ep_ranks"] << "/DP" << w["dp_slots"];
+    if (w["nodes"].get<int>() > 1) std::cout << ", " << w["nodes"] << " nodes";
+    std::cout << "), " << w["steps"] << (w["steps"].get<std::size_t>() == 1 ? " step" : " steps") << ", seed "
+              << w["seed"];
+    for (const auto& [key, value] : w["budgets"].items())
+        std::cout << ", " << key << " " << value.dump();
+    std::cout << ", " << (w["chained"].get<bool>() ? "chained" : "not chained") << " from "
+              << shown(w["start"].get<std::string>());
+    if (w.contains("cluster_run"))
+        std::cout << "; cluster run " << w["cluster_run"] << ", chain " << w["cluster_chain"];
+    else if (!w["runs"].empty())
+        std::cout << "; runs " << w["runs"].front() << ".." << w["runs"].back();
+    std::cout << "\n";
+}
+
 /// A measured step as `info --json` lists it.
 nlohmann::json measured_step_json(const storage::MeasuredStepEntry& m) {
     nlohmann::json plans = nlohmann::json::array();
@@ -395,7 +455,7 @@ nlohmann::json measured_step_json(const storage::MeasuredStepEntry& m) {
 void print_library_info(const storage::Library& lib, const std::string& db,
                         const std::vector<storage::TraceEntry>& traces, bool detail, bool json) {
     nlohmann::json all = nlohmann::json::array(), clusters = nlohmann::json::array(),
-                   measured = nlohmann::json::array();
+                   measured = nlohmann::json::array(), whole = nlohmann::json::array();
     for (const auto& t : traces) {
         all.push_back(trace_json(lib, t, detail));
         for (const auto& m : lib.measured_steps(t.name))
@@ -404,10 +464,16 @@ void print_library_info(const storage::Library& lib, const std::string& db,
     if (!detail)
         for (const auto& r : lib.cluster_runs())
             clusters.push_back(cluster_run_json(r));
+    std::set<std::string> shown_traces;
+    for (const auto& t : traces)
+        shown_traces.insert(t.name);
+    for (const auto& w : lib.whole_runs())
+        if (!detail || shown_traces.count(w.trace)) whole.push_back(whole_run_json(w));
     if (json) {
         std::cout << nlohmann::json{{"library", db},
                                     {"traces", all},
                                     {"cluster_runs", clusters},
+                                    {"whole_runs", whole},
                                     {"measured_steps", measured}}
                          .dump(2)
                   << "\n";
@@ -418,6 +484,8 @@ void print_library_info(const storage::Library& lib, const std::string& db,
         print_trace_text(t, detail);
     for (const auto& r : clusters)
         print_cluster_run(r);
+    for (const auto& w : whole)
+        print_whole_run(w);
     for (const auto& m : measured) {
         const auto linked = std::count_if(m["plans"].begin(), m["plans"].end(),
                                           [](const nlohmann::json& p) { return !p["run"].is_null(); });

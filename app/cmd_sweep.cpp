@@ -46,6 +46,8 @@ struct SweepCmd {
     bool out_given = false;
     std::int64_t expert_bytes = 0; ///< bytes one expert's parameters + optimizer state take per replica
     bool frontier = false;         ///< --frontier: max_g U per step at the move budgets of kFrontierFractions
+    std::string name;              ///< --name: the whole run's name ("" = unnamed)
+    std::int64_t whole_run = 0;    ///< the whole run the sweep saved (set once saved)
 };
 
 /// One window's planned result.
@@ -146,7 +148,8 @@ void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
                   << "\n";
     }
     std::cout << "sweep: " << lines.size() << " windows of trace '" << util::printable(c.trace)
-              << "' planned and saved as runs " << lines.front().run << ".." << lines.back().run
+              << "' planned and saved as runs " << lines.front().run << ".." << lines.back().run << " (whole run "
+              << c.whole_run << ")"
               << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(lines.size()))
               << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
     const SweepLine& last = lines.back();
@@ -194,6 +197,7 @@ void check_sweep_flags(const SweepCmd& c) {
         throw UsageError("sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got " +
                          std::to_string(c.expert_bytes) + ")");
     if (c.out_given && c.out.empty()) throw UsageError("sweep: --out must name a folder (got '')");
+    if (!c.name.empty()) storage::check_run_name(c.name, "whole run");
     check_db_path(c.db);
     if (!c.out.empty()) {
         std::error_code ec;
@@ -269,7 +273,7 @@ void check_sweep_folder(const std::string& out, const std::vector<std::string>& 
 /// saved as a run of its window; gains and churn come from summarize_steps (core/plan/run_steps.h), bytes = churn x
 /// --expert-bytes. Output: one line per window (or --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one
 /// DIR/<window>.plan.json per window (plan_file_names, recorded as plan_file).
-int run_sweep(const SweepCmd& c) {
+int run_sweep(SweepCmd& c) {
     catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
     const PlannerBudgets budgets = check_plan_flags(c.plan);
     check_sweep_flags(c);
@@ -377,7 +381,14 @@ int run_sweep(const SweepCmd& c) {
         if (out_folder) out_folder->commit();
     };
     try {
-        lib->save_runs(results, c.plan.topology, tables);
+        storage::WholeRunSpec whole;
+        whole.name = c.name;
+        whole.source = storage::WholeRunSource::Sweep;
+        whole.topology_name = c.plan.topology;
+        whole.settings.seed = budgets.seed;
+        whole.settings.budgets = budgets;
+        whole.settings.start = c.plan.previous.empty() ? "identity" : "previous:" + c.plan.previous;
+        lib->save_runs(results, c.plan.topology, tables, &whole, &c.whole_run);
     } catch (const Cancelled&) {
         std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
         return 130;
@@ -411,6 +422,9 @@ Command register_sweep(CLI::App& app) {
     sweep->add_flag("--frontier", c->frontier,
                     "also plan every step from the chain's previous placement within move budgets of 0, 1, 2, 5, "
                     "10, 25, 50 and 100% of the experts, and report max_g U at each (the steps' frontier)");
+    sweep->add_option("--name", c->name,
+                      "name of the whole run the sweep is saved as (routepack info lists it; default: unnamed, "
+                      "known by its id)");
     sweep->add_flag("--quiet", c->plan.quiet, "no progress on stderr");
     return {sweep, [c] { return run_sweep(*c); }};
 }

@@ -12,6 +12,7 @@
 #include "core/util/json.h"
 #include "core/util/json_field.h"
 #include "core/util/text.h"
+#include "storage/library_internal.h"
 #include "storage/sqlite_util.h"
 
 #include <nlohmann/json.hpp>
@@ -419,6 +420,42 @@ std::pair<ClusterRunEntry, std::vector<ClusterRunStep>> read_cluster_run_folder(
     return {std::move(run), std::move(steps)};
 }
 
+namespace {
+
+/// One whole run per chain of cluster run `id` (source "cluster"; the chain's position is its key, so
+/// a re-import keeps the whole runs' ids and names); whole runs of chains the run no longer has go.
+void upsert_chain_whole_runs(sqlite3* db, const std::filesystem::path& file, std::int64_t id,
+                             const ClusterRunEntry& run) {
+    WholeRunSettings settings;
+    settings.seed = run.seed;
+    try {
+        nlohmann::json b = nlohmann::json::parse(run.budgets);
+        b.erase("workers");
+        settings.budgets = parse_planner_budgets(b.dump(), file.string() + ": cluster run budgets");
+    } catch (const std::exception&) {
+        settings.budgets = PlannerBudgets{}; // read_cluster_run_folder checked the keys it stores
+    }
+    settings.budgets.seed = run.seed;
+    settings.start = run.previous;
+    const std::string settings_json = detail::whole_run_settings_json(settings);
+    Statement up(db, file,
+                 "INSERT INTO whole_runs (name, source, trace, topology, definition, settings, cluster_run, "
+                 "cluster_chain, created_at) VALUES ('', 'cluster', ?1, ?2, ?3, ?4, ?5, ?6, "
+                 "(SELECT imported_at FROM cluster_runs WHERE id = ?5)) "
+                 "ON CONFLICT (cluster_run, cluster_chain) DO UPDATE SET trace = excluded.trace, topology = "
+                 "excluded.topology, definition = excluded.definition, settings = excluded.settings");
+    for (std::size_t c = 0; c < run.chains.size(); ++c) {
+        up.bind(1, run.trace).bind(2, run.chains[c].name).bind(3, topology_to_json(run.chains[c].topology));
+        up.bind(4, settings_json).bind(5, id).bind(6, static_cast<std::int64_t>(c));
+        up.run();
+    }
+    Statement del(db, file, "DELETE FROM whole_runs WHERE cluster_run = ?1 AND cluster_chain >= ?2");
+    del.bind(1, id).bind(2, static_cast<std::int64_t>(run.chains.size()));
+    del.run();
+}
+
+} // namespace
+
 ClusterRunImport Library::import_cluster_run(const std::filesystem::path& out) {
     if (read_only_) throw LibraryReadOnly(path_);
     auto [run, steps] = read_cluster_run_folder(out); // every check before the transaction
@@ -457,6 +494,7 @@ ClusterRunImport Library::import_cluster_run(const std::filesystem::path& out) {
         id = sqlite3_last_insert_rowid(db_);
     }
     insert_chains_and_steps(db_, path_, id, run, steps);
+    upsert_chain_whole_runs(db_, path_, id, run);
     result.run = cluster_run(id);
     tx.commit();
     return result;

@@ -90,6 +90,55 @@ struct RunEntry {
     std::vector<LevelStats> levels;
 };
 
+/// Refuses a name Library::rename_run (kind "run") or rename_whole_run and WholeRunSpec (kind "whole
+/// run") do not store: InputError naming the setting "<kind> name" (key "<kind>_name", spaces as
+/// '_'), the texts rename_run lists.
+void check_run_name(const std::string& name, const std::string& kind);
+
+/// Where a whole run came from (whole_runs.source).
+enum class WholeRunSource { Sweep, Studio, Cluster };
+/// "sweep", "studio", "cluster".
+const char* whole_run_source_key(WholeRunSource s);
+
+/// The settings that tell whole runs apart, as stored (whole_runs.settings JSON: seed, budgets,
+/// start, chained).
+struct WholeRunSettings {
+    std::uint64_t seed = 0;
+    /// The planner's budgets (planner_budgets_to_json); a cluster run's are its run.json "budgets",
+    /// read with parse_planner_budgets (keys it lacks take their defaults).
+    PlannerBudgets budgets;
+    /// The placement step 0 started from: "identity", or "previous:<plan or map file>".
+    std::string start = "identity";
+    /// True when step k started from step k-1's placement (every whole run stored today).
+    bool chained = true;
+};
+
+/// What save_runs / save_whole_run store for a whole run besides its steps.
+struct WholeRunSpec {
+    std::string name; ///< "" = unnamed; else rename_run's rules (trimmed, 1..80 characters)
+    WholeRunSource source = WholeRunSource::Sweep;
+    std::string topology_name; ///< the name its step runs' topology is saved under
+    WholeRunSettings settings;
+};
+
+/// A whole run of the library (tables `whole_runs`, `whole_run_steps`; schema migration 7): a sweep,
+/// a run planned in the studio, or one chain of an imported cluster run.
+struct WholeRunEntry {
+    std::int64_t id = 0;
+    std::string name; ///< "" = unnamed
+    WholeRunSource source = WholeRunSource::Sweep;
+    std::string trace;    ///< the plans' inputs.trace
+    std::string topology; ///< topology name (a cluster chain's folder name)
+    Topology topology_value;
+    WholeRunSettings settings;
+    /// Saved runs of its steps in run order (sweep and studio); empty for a cluster run's chain.
+    std::vector<std::int64_t> runs;
+    std::int64_t cluster_run = 0; ///< > 0: the imported cluster run whose chain it is
+    std::size_t cluster_chain = 0;
+    std::size_t steps = 0;  ///< runs.size(), or the chain's steps (planned and failed)
+    std::string created_at; ///< UTC ISO-8601
+};
+
 /// One chain of a cluster run: the folder of its plans in OUT and its topology.
 struct ClusterRunChain {
     std::string name; ///< OUT/<name>/ holds the chain's plans (a topology file's stem or a shipped name)
@@ -358,9 +407,23 @@ public:
     /// with the new run ids in the same order: whatever it throws rolls every run back and
     /// propagates (a sweep writes its output folder there and stops there on a signal). Returns the
     /// run ids. Errors as save_run.
+    /// With `whole` the runs are also stored as one whole run (save_whole_run), in the same
+    /// transaction; its id lands in *whole_run_id.
     std::vector<std::int64_t>
     save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
-              const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {});
+              const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {},
+              const WholeRunSpec* whole = nullptr, std::int64_t* whole_run_id = nullptr);
+    /// Stores saved runs `run_ids` (in run order, one trace, at least one) as one whole run; returns
+    /// its id. Its trace, topology and topology JSON are the first run's. InputError "no run N in
+    /// <file>", "a whole run needs at least one step", "run N is of trace 'B', not 'A'" (steps of
+    /// several traces), rename_run's name errors (setting "whole run name"); LibraryReadOnly.
+    std::int64_t save_whole_run(const WholeRunSpec& spec, const std::vector<std::int64_t>& run_ids);
+    /// Every whole run, by id; empty below schema 7 (a read-only open of an older library).
+    std::vector<WholeRunEntry> whole_runs() const;
+    /// One whole run; InputError "no whole run N in <file>" when absent.
+    WholeRunEntry whole_run(std::int64_t id) const;
+    /// Names whole run `id` (rename_run's rules, setting "whole run name"); "" unnames it.
+    void rename_whole_run(std::int64_t id, const std::string& new_name);
     /// Saves a run that failed with `message` (no plan, no results), same topology rule. Budgets out
     /// of their ranges are refused before anything is written (check_planner_budgets, origin
     /// "<file>: failed run's budgets", workers unchecked), so runs() can always read the window's runs.

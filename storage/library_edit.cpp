@@ -5,8 +5,10 @@
 
 #include "core/util/errors.h"
 #include "core/util/text.h"
+#include "storage/library_internal.h"
 #include "storage/sqlite_util.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <sqlite3.h>
@@ -100,12 +102,18 @@ std::size_t utf8_length(const std::string& s) {
     return n;
 }
 
-/// Refuses a run name rename_run does not store (library.h lists the texts).
-void require_run_name(const std::string& name) {
-    const Setting empty{"run_name", "", "run name"};
+} // namespace
+
+/// Refuses a run name rename_run does not store (library.h lists the texts); `kind` "run" or
+/// "whole run" names the setting ("<kind> name", key "<kind>_name" with '_' for ' ').
+void check_run_name(const std::string& name, const std::string& kind) {
+    std::string key = kind + "_name";
+    std::replace(key.begin(), key.end(), ' ', '_');
+    const std::string words = kind + " name";
+    const Setting empty{key, "", words};
     if (name.empty()) throw InputError("", empty, " must not be empty");
-    detail::require_utf8_name("run", name);
-    const Setting named{"run_name", "'" + shown(name) + "'", "run name '" + shown(name) + "'"};
+    detail::require_utf8_name(kind.c_str(), name);
+    const Setting named{key, "'" + shown(name) + "'", words + " '" + shown(name) + "'"};
     const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
     if (space(name.front()) || space(name.back()))
         throw InputError("", named, " must not begin or end with white space");
@@ -117,6 +125,8 @@ void require_run_name(const std::string& name) {
                          " is " + std::to_string(n) + " characters long, more than " +
                              std::to_string(Library::kMaxRunNameLength));
 }
+
+namespace {
 
 /// Sets inputs.<key> = value in every stored plan that `select` (bound to `id`) lists as (plan id,
 /// plan_json). The JSON is read and written back in its key order with the indent plan_to_json
@@ -258,7 +268,7 @@ void Library::rename_window(const std::string& trace, const std::string& window,
 
 void Library::rename_run(std::int64_t run_id, const std::string& new_name) {
     if (read_only_) throw LibraryReadOnly(path_);
-    require_run_name(new_name);
+    check_run_name(new_name, "run");
     Transaction tx(db_, path_);
     require_run(db_, path_, run_id);
     Statement up(db_, path_, "UPDATE runs SET name = ?1 WHERE id = ?2");

@@ -3,6 +3,7 @@
 // transaction as samples stream from routepack::import_trace, and the row helpers it shares
 // with Library.
 #include "core/import/import.h"
+#include "storage/library.h"
 #include "storage/sqlite_util.h"
 
 #include <atomic>
@@ -19,6 +20,13 @@ namespace routepack::storage::detail {
 const char* length_rule_key(LengthRule r);
 /// Inverse of length_rule_key; false when `key` is unknown.
 bool parse_length_rule_key(const std::string& key, LengthRule& out);
+
+/// The whole_runs.settings text of `s` (seed, budgets, start, chained).
+std::string whole_run_settings_json(const WholeRunSettings& s);
+/// Inserts whole run `spec` with steps `run_ids` into the caller's transaction (Library::save_whole_run's
+/// checks and errors); returns its id.
+std::int64_t insert_whole_run(sqlite3* db, const std::filesystem::path& file, const WholeRunSpec& spec,
+                              const std::vector<std::int64_t>& run_ids);
 
 /// Returns the id of the models row equal to `model` (all fields), inserting it when absent.
 std::int64_t ensure_model_row(sqlite3* db, const std::filesystem::path& file, const ModelDescription& model);

@@ -331,6 +331,51 @@ CREATE TABLE measured_plans (
 CREATE INDEX measured_plans_by_run ON measured_plans(run_id);
 )sql";
 
+// Migration 7: whole runs. A sweep (`routepack sweep --db`), a run planned in the studio, and each
+// chain of an imported cluster run are stored as one run of the library with an id and a name.
+//   whole_runs        one per whole run: where it came from, its trace and topology (name and JSON),
+//                     the settings that tell runs apart (settings JSON: seed, budgets, the placement
+//                     step 0 started from, chained), for a cluster run's chain the run and chain
+//   whole_run_steps   its steps in run order, each a saved run (sweep and studio; a cluster run's
+//                     steps are its chain's cluster_run_steps). Deleting a step's run deletes the step;
+//                     a whole run left without steps goes with its last one (trigger).
+// The chains of cluster runs imported before become whole runs here; runs saved before stay step runs.
+constexpr const char* kMigration7 = R"sql(
+CREATE TABLE whole_runs (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT    NOT NULL DEFAULT '',   -- '' = unnamed (known by its id)
+    source         TEXT    NOT NULL CHECK (source IN ('sweep', 'studio', 'cluster')),
+    trace          TEXT    NOT NULL,               -- the plans' inputs.trace
+    topology       TEXT    NOT NULL CHECK (topology <> ''),  -- topology name (a cluster chain's folder)
+    definition     TEXT    NOT NULL,               -- topology JSON
+    settings       TEXT    NOT NULL,               -- JSON: seed, budgets, start, chained
+    cluster_run    INTEGER REFERENCES cluster_runs(id) ON DELETE CASCADE,
+    cluster_chain  INTEGER CHECK (cluster_chain >= 0),   -- cluster_run_chains.position
+    created_at     TEXT    NOT NULL,
+    UNIQUE (cluster_run, cluster_chain)
+);
+
+CREATE TABLE whole_run_steps (
+    whole_run  INTEGER NOT NULL REFERENCES whole_runs(id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL CHECK (position >= 0),
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    PRIMARY KEY (whole_run, position)
+) WITHOUT ROWID;
+CREATE INDEX whole_run_steps_by_run ON whole_run_steps(run_id);
+
+CREATE TRIGGER whole_run_emptied AFTER DELETE ON whole_run_steps
+WHEN NOT EXISTS (SELECT 1 FROM whole_run_steps WHERE whole_run = OLD.whole_run)
+BEGIN
+    DELETE FROM whole_runs WHERE id = OLD.whole_run AND cluster_run IS NULL;
+END;
+
+INSERT INTO whole_runs (name, source, trace, topology, definition, settings, cluster_run, cluster_chain, created_at)
+    SELECT '', 'cluster', r.trace, c.name, c.topology,
+           json_object('seed', r.seed, 'budgets', json(r.budgets), 'start', r.previous, 'chained', json('true')),
+           r.id, c.position, r.imported_at
+    FROM cluster_runs r JOIN cluster_run_chains c ON c.run_id = r.id ORDER BY r.id, c.position;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "models, traces, source files, samples (counts blobs), aggregate totals, windows", kMigration1},
     {2, "topologies, plans, runs, run results, annealing history", kMigration2},
@@ -338,6 +383,7 @@ constexpr Migration kMigrations[] = {
     {4, "cluster runs imported from their output folder: settings, chains, per-step summary", kMigration4},
     {5, "a name for each saved planner run", kMigration5},
     {6, "measured steps of a window and their plans, linked to the saved runs they measured", kMigration6},
+    {7, "whole runs: a sweep, a studio run or a cluster run's chain as one run with its steps", kMigration7},
 };
 
 int read_user_version(sqlite3* db, const std::filesystem::path& file) {

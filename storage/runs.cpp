@@ -9,6 +9,7 @@
 #include "core/util/errors.h"
 #include "core/util/json_field.h"
 #include "core/util/text.h"
+#include "storage/library_internal.h"
 #include "storage/sqlite_util.h"
 
 #include <nlohmann/json.hpp>
@@ -399,7 +400,8 @@ RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name
 
 std::vector<std::int64_t>
 Library::save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
-                   const std::function<void(const std::vector<std::int64_t>&)>& before_commit) {
+                   const std::function<void(const std::vector<std::int64_t>&)>& before_commit,
+                   const WholeRunSpec* whole, std::int64_t* whole_run_id) {
     require_writable(read_only_, path_);
     std::vector<std::string> plan_json;
     plan_json.reserve(results.size());
@@ -410,6 +412,10 @@ Library::save_runs(const std::vector<const PlanResult*>& results, const std::str
     ids.reserve(results.size());
     for (std::size_t k = 0; k < results.size(); ++k)
         ids.push_back(insert_finished_run(db_, path_, *results[k], plan_json[k], topology_name, {}));
+    if (whole) {
+        const std::int64_t id = detail::insert_whole_run(db_, path_, *whole, ids);
+        if (whole_run_id) *whole_run_id = id;
+    }
     if (before_commit) before_commit(ids);
     tx.commit();
     return ids;

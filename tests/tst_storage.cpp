@@ -240,7 +240,7 @@ private Q_SLOTS:
     void cleanupTestCase() { fs::remove_all(dir_); }
 
     void migratesEmptyFileToCurrentVersion() {
-        QCOMPARE(supported_schema_version(), 6);
+        QCOMPARE(supported_schema_version(), 7);
         const fs::path f = library_file("fresh.routepack");
         {
             auto lib = Library::open(f);
@@ -250,7 +250,7 @@ private Q_SLOTS:
             QVERIFY(lib->windows().empty());
         }
         RawDb raw(f);
-        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("6"));
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("7"));
         QCOMPARE(q(raw.one("PRAGMA application_id")), QString::number(detail::kApplicationId));
         QCOMPARE(q(raw.one("PRAGMA journal_mode")), QStringLiteral("wal"));
         QCOMPARE(raw.tables(), kTables);
@@ -276,7 +276,7 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(f.string() + "-wal"));
         QVERIFY(!fs::exists(f.string() + "-shm"));
         auto lib = Library::open(f, OpenMode::Create);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
     }
 
     void busyLibraryFailsAfterTheBusyTimeout() {
@@ -317,7 +317,7 @@ private Q_SLOTS:
             QCOMPARE(raw.tables().size(), std::size_t{7});
         }
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         RawDb raw(f);
         QCOMPARE(raw.tables(), kTables);
         QCOMPARE(q(raw.one("SELECT count(*) FROM models")), QStringLiteral("1"));
@@ -445,7 +445,7 @@ private Q_SLOTS:
 
     void inMemoryLibrary() {
         auto lib = Library::open(":memory:");
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         QVERIFY(lib->traces().empty());
     }
 
@@ -732,7 +732,7 @@ private Q_SLOTS:
         }
         const std::string dump = dump_of(f);
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         const Trace after = lib->load_trace("t");
         QVERIFY(after.samples == before.samples);
         QCOMPARE(after.counts, before.counts);

@@ -3,6 +3,8 @@
 // Library::import_cluster_run and read back with cluster_runs / cluster_run_steps (every stored
 // value); re-importing (unchanged, replaced), atomicity under a failure mid-import, read-only
 // libraries, and the exact error of every kind of bad field.
+#include "core/model/topology.h"
+#include "core/plan/budgets.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
 #include "storage/migrations.h"
@@ -379,7 +381,7 @@ private Q_SLOTS:
         const fs::path out = dir_ / "out";
         write_out(out, run_json(), summary_json());
         auto lib = Library::open(dir_ / "lib.routepack");
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         QVERIFY(lib->cluster_runs().empty());
         const ClusterRunImport r = lib->import_cluster_run(dir_ / "." / "out" / ""); // the same OUT
         QVERIFY(r.outcome == ClusterRunImport::Outcome::Imported);
@@ -462,7 +464,29 @@ private Q_SLOTS:
         QCOMPARE(q(steps[5].chain_name + " " + steps[5].window), QStringLiteral("narrow step-3"));
 
         QCOMPARE(q(lib->cluster_run(1).trace), QStringLiteral("run-7"));
+        // Each chain is a whole run: its settings from run.json, its steps the chain's lines.
+        const auto whole = lib->whole_runs();
+        QCOMPARE(whole.size(), std::size_t{2});
+        for (std::size_t c = 0; c < 2; ++c) {
+            const WholeRunEntry& w = whole[c];
+            QCOMPARE(w.id, static_cast<std::int64_t>(c + 1));
+            QVERIFY(w.source == WholeRunSource::Cluster);
+            QCOMPARE(q(storage::whole_run_source_key(w.source)), QStringLiteral("cluster"));
+            QCOMPARE(w.cluster_run, std::int64_t{1});
+            QCOMPARE(w.cluster_chain, c);
+            QCOMPARE(q(w.topology), c == 0 ? QStringLiteral("wide") : QStringLiteral("narrow"));
+            QCOMPARE(w.topology_value.ep_ranks, c == 0 ? 8 : 4);
+            QCOMPARE(q(w.trace), QStringLiteral("run-7"));
+            QCOMPARE(w.settings.seed, std::uint64_t{18446744073709551615ULL});
+            QCOMPARE(w.settings.budgets.seed, std::uint64_t{18446744073709551615ULL});
+            QCOMPARE(w.settings.budgets.max_moves, std::int64_t{3});
+            QCOMPARE(q(w.settings.start), QStringLiteral("identity"));
+            QVERIFY(w.settings.chained);
+            QCOMPARE(w.steps, std::size_t{3}); // planned and failed lines alike
+            QVERIFY(w.runs.empty());
+        }
         const std::string file = (dir_ / "lib.routepack").string();
+        QCOMPARE(q(error_of<InputError>([&] { lib->whole_run(9); })), q("no whole run 9 in " + file));
         QCOMPARE(q(error_of<InputError>([&] { lib->cluster_run(9); })), q("no cluster run 9 in " + file));
         QCOMPARE(q(error_of<InputError>([&] { lib->cluster_run_steps(9); })), q("no cluster run 9 in " + file));
         // A library holding only a cluster run is not empty: discard keeps it.
@@ -476,6 +500,7 @@ private Q_SLOTS:
         const fs::path db = dir_ / "again.routepack";
         auto lib = Library::open(db);
         QVERIFY(lib->import_cluster_run(out).outcome == ClusterRunImport::Outcome::Imported);
+        lib->rename_whole_run(2, "narrow chain");
         const std::string first = dump_of(db);
         // The same bytes: nothing written, not even imported_at.
         const ClusterRunImport same = lib->import_cluster_run(out);
@@ -498,12 +523,65 @@ private Q_SLOTS:
         QCOMPARE(steps.size(), std::size_t{6});
         QVERIFY(steps[4].planned);
         QCOMPARE(steps[4].samples, std::size_t{65});
+        // The chains' whole runs keep their ids and names.
+        QCOMPARE(lib->whole_runs().size(), std::size_t{2});
+        QCOMPARE(q(lib->whole_run(2).name), QStringLiteral("narrow chain"));
+        QCOMPARE(lib->whole_run(2).cluster_chain, std::size_t{1});
         // Another OUT is another run.
         const fs::path other = dir_ / "other";
         write_out(other, run_json(), summary_json());
         QCOMPARE(lib->import_cluster_run(other).run.id, std::int64_t{2});
         QCOMPARE(lib->cluster_runs().size(), std::size_t{2});
         QCOMPARE(lib->cluster_run_steps(2).size(), std::size_t{6});
+        QCOMPARE(lib->whole_run(3).cluster_run, std::int64_t{2});
+        QCOMPARE(lib->whole_run(4).cluster_chain, std::size_t{1});
+        // A chain the run no longer has takes its whole run with it.
+        json one = run_json();
+        one["topologies"].erase("narrow");
+        json lines = json::array();
+        json s1 = summary_json();
+        for (const auto& l : s1["lines"])
+            if (l["topology"] == "wide") lines.push_back(l);
+        s1["lines"] = lines;
+        s1["topologies"] = {"wide"};
+        s1["failed"] = json::array();
+        write_out(other, one, s1);
+        QVERIFY(lib->import_cluster_run(other).outcome == ClusterRunImport::Outcome::Replaced);
+        QCOMPARE(lib->whole_runs().size(), std::size_t{3});
+        QCOMPARE(q(error_of<InputError>([&] { lib->whole_run(4); })), q("no whole run 4 in " + db.string()));
+    }
+
+    void olderClusterRunsBecomeWholeRuns() {
+        // A library at schema 6 holding a cluster run: migration 7 makes each chain a whole run, with
+        // the settings an import stores now.
+        const fs::path out = dir_ / "v6-out";
+        write_out(out, run_json(), summary_json());
+        const fs::path db = dir_ / "v6.routepack";
+        std::vector<WholeRunEntry> imported;
+        {
+            auto lib = Library::open(db);
+            lib->import_cluster_run(out);
+            imported = lib->whole_runs();
+        }
+        raw_exec(db, "DROP TRIGGER whole_run_emptied; DROP TABLE whole_run_steps; DROP TABLE whole_runs; "
+                     "PRAGMA user_version = 6;");
+        auto lib = Library::open(db);
+        QCOMPARE(lib->schema_version(), 7);
+        const auto migrated = lib->whole_runs();
+        QCOMPARE(migrated.size(), imported.size());
+        for (std::size_t i = 0; i < migrated.size(); ++i) {
+            const WholeRunEntry &m = migrated[i], &e = imported[i];
+            QCOMPARE(m.id, e.id);
+            QCOMPARE(q(m.topology), q(e.topology));
+            QCOMPARE(q(topology_to_json(m.topology_value)), q(topology_to_json(e.topology_value)));
+            QCOMPARE(m.cluster_run, e.cluster_run);
+            QCOMPARE(m.cluster_chain, e.cluster_chain);
+            QCOMPARE(m.settings.seed, e.settings.seed);
+            QCOMPARE(q(planner_budgets_to_json(m.settings.budgets)), q(planner_budgets_to_json(e.settings.budgets)));
+            QCOMPARE(q(m.settings.start), q(e.settings.start));
+            QCOMPARE(m.steps, e.steps);
+            QCOMPARE(q(m.created_at), q(lib->cluster_run(1).imported_at));
+        }
     }
 
     void failureMidImportChangesNothing() {
@@ -556,7 +634,7 @@ private Q_SLOTS:
         QCOMPARE(q(error_of<InputError>([&] { old->cluster_run(1); })), q("no cluster run 1 in " + v3.string()));
         old.reset();
         auto lib = Library::open(v3, OpenMode::ReadWrite);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         QCOMPARE(lib->import_cluster_run(out).run.planned, std::size_t{5});
     }
 

@@ -11,6 +11,7 @@
 #include "views/plan/panel_util.h"
 #include "views/plan/plan_views.h"
 #include "views/run/run_view.h"
+#include "views/run/whole_runs_view.h"
 
 #include <QAction>
 #include <QMenu>
@@ -24,16 +25,18 @@ namespace routepack::views {
 
 ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent)
     : QTabWidget(parent), library_(library), planning_(planning), plan_(new PlanView(this)),
-      compare_(new CompareView(this)), run_(new RunView(this)), importStep_(new QToolButton(plan_)),
+      compare_(new CompareView(this)), run_(new RunView(this)), wholeRuns_(new WholeRunsView(this)), importStep_(new QToolButton(plan_)),
       measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setObjectName(QStringLiteral("resultTabs"));
     plan_->setObjectName(QStringLiteral("planView"));
     compare_->setObjectName(QStringLiteral("compareView"));
     run_->setObjectName(QStringLiteral("runView"));
+    wholeRuns_->setObjectName(QStringLiteral("wholeRunsView"));
     setDocumentMode(true);
     addTab(plan_, tr("Plan"));
     addTab(compare_, tr("Compare runs"));
     addTab(run_, tr("Run"));
+    addTab(wholeRuns_, tr("Whole runs"));
     // Queued: the slot rebuilds the menu whose action sent the signal.
     connect(compare_, &CompareView::runToggled, this, &ResultsPane::toggleCompared, Qt::QueuedConnection);
     // Shown while a cluster run's step is shown without its counts (PlanningController::openClusterStep).
@@ -66,8 +69,8 @@ ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWi
 
 void ResultsPane::addViewActions(QMenu* view) {
     // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
-    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
-    for (int t = 0; t < 3; ++t) {
+    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un"), tr("&Whole runs")};
+    for (int t = 0; t < 4; ++t) {
         QAction* a = view->addAction(resultNames[t]);
         a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
         connect(a, &QAction::triggered, this, [this, t] {
@@ -276,6 +279,7 @@ int ResultsPane::compareSavedRuns() {
 
 void ResultsPane::updateRunView() {
     const QString file = library_->libraryPath();
+    wholeRuns_->setLibrary(file); // the list read again: a sweep or an import may have added whole runs
     if (file.isEmpty()) {
         run_->setSource({}, {});
         return;

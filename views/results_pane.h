@@ -24,9 +24,10 @@ class CompareView;
 class LibraryPane;
 class PlanView;
 class RunView;
+class WholeRunsView;
 
-/// The tabs "Plan", "Compare runs" and "Run" (object name "resultTabs"; the pages "planView",
-/// "compareView", "runView"; the plan views' "Import step…" button "importStep"). GUI thread only.
+/// The tabs "Plan", "Compare runs", "Run" and "Whole runs" (object name "resultTabs"; the pages "planView",
+/// "compareView", "runView", "wholeRunsView"; the plan views' "Import step…" button "importStep"). GUI thread only.
 class JobTracker;
 class MeasuredImportDialog;
 
@@ -42,12 +43,14 @@ public:
     PlanView* planView() const { return plan_; }
     CompareView* compareView() const { return compare_; }
     RunView* runView() const { return run_; }
+    /// The "Whole runs" tab: the library's whole runs overlaid and differenced.
+    WholeRunsView* wholeRunsView() const { return wholeRuns_; }
     /// Run id of the plan shown (0 when none or not saved; < 0 for an unsaved plan of this session).
     qint64 shownRun() const { return shownRun_; }
     /// The cluster step shown without counts (nullopt: none).
     const std::optional<ClusterStepRef>& shownStep() const { return shownStep_; }
 
-    /// Adds View's entries for the tabs to `view`: the result tabs by number (Alt+1..3), the next
+    /// Adds View's entries for the tabs to `view`: the result tabs by number (Alt+1..4), the next
     /// and previous plan view (Ctrl+PgDown, Ctrl+PgUp), and the heatmap zoom of the shown plan view
     /// (Ctrl+=, Ctrl+-, Ctrl+0; the status line says the zoom, or that the view has no heatmap).
     void addViewActions(QMenu* view);
@@ -113,6 +116,7 @@ private:
     PlanView* plan_;
     CompareView* compare_;
     RunView* run_;
+    WholeRunsView* wholeRuns_;
     QToolButton* importStep_;
     qint64 shownRun_ = 0;
     std::optional<ClusterStepRef> shownStep_;

@@ -8,6 +8,7 @@
 #include "views/plan/measured_data.h"
 #include "views/plan/plan_views.h"
 #include "views/run/run_view.h"
+#include "views/run/whole_runs_view.h"
 #include "views/studio_window.h"
 #include "views/widgets/gui_text.h"
 
@@ -135,6 +136,49 @@ bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64
     }
 }
 
+bool runHeadlessCompareRuns(const QString& folder, const QString& library, const QList<qint64>& ids,
+                            HeadlessOutput* output, QString* error) {
+    try {
+        const QString abs = QDir(folder).absolutePath();
+        auto lib = storage::Library::open(library.toStdString(), storage::OpenMode::ReadOnly);
+        auto c = std::make_shared<RunComparison>(
+            compare_whole_runs(*lib, std::vector<std::int64_t>(ids.begin(), ids.end())));
+        lib.reset();
+        if (!c->error.empty()) throw InputError(c->error);
+        if (!QDir().mkpath(abs)) throw InputError(abs.toStdString() + ": cannot create the folder");
+        WholeRunsView view;
+        view.resize(1400, 1000);
+        view.show();
+        view.showComparison(c);
+        HeadlessOutput out;
+        out.folder = abs;
+        QString why;
+        std::string csv = view.comparisonCsv();
+        csv.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
+        if (!writeTextFile(QDir(abs).filePath(QStringLiteral("compare-runs.csv")), csv, &why))
+            throw std::runtime_error(why.toStdString());
+        out.files << QStringLiteral("compare-runs.csv");
+        for (const CompareMetric m : kCompareMetrics) {
+            if (std::none_of(c->runs.begin(), c->runs.end(), [m](const ComparedRun& r) { return compare_total(r, m); }))
+                continue; // bytes and seconds need a migration cost model
+            view.setMetric(m);
+            for (int pass = 0; pass < 2; ++pass) // lay the charts out (and their text) before grabbing them
+                QApplication::processEvents();
+            QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+            for (const QString chart : {QStringLiteral("overlay"), QStringLiteral("difference")}) {
+                const QString name = QStringLiteral("compare-%1-%2.png").arg(QLatin1String(compare_metric_key(m)), chart);
+                if (!view.exportChart(chart, QDir(abs).filePath(name), &why)) throw std::runtime_error(why.toStdString());
+                out.files << name;
+            }
+        }
+        if (output) *output = out;
+        return true;
+    } catch (const std::exception& e) {
+        if (error) *error = guiErrorText(e);
+        return false;
+    }
+}
+
 bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* error) {
     try {
         const QString abs = QDir(folder).absolutePath();
@@ -250,6 +294,7 @@ struct StudioArgs {
     HeadlessRun run;       ///< --db, --run, --trace, --window
     bool runAsked = false; ///< one of them was given
     qint64 clusterRun = 0; ///< --cluster-run
+    QList<qint64> compareRuns; ///< --compare-runs A,B[,...]
 };
 
 /// Reads the command line into `args`; returns -1 to go on, else the exit status (help printed, or
@@ -259,7 +304,7 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
         std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(text));
         return status;
     };
-    QString runText, clusterText;
+    QString runText, clusterText, compareText;
     for (int i = 1; i < argc; ++i) {
         const QString a = QString::fromLocal8Bit(argv[i]);
         // The options that name a saved run take one value each.
@@ -268,6 +313,7 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
                          : a == QStringLiteral("--trace")       ? &args.run.trace
                          : a == QStringLiteral("--window")      ? &args.run.window
                          : a == QStringLiteral("--cluster-run") ? &clusterText
+                         : a == QStringLiteral("--compare-runs") ? &compareText
                                                                 : nullptr;
         if (value) {
             if (i + 1 >= argc) return fail(QStringLiteral("%1 needs a value").arg(a), 2);
@@ -288,12 +334,15 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
                         "       routepack-studio --headless [--headless-out DIR]\n"
                         "       routepack-studio --headless-out DIR --db LIBRARY (--run N | --trace T --window W)\n"
                         "       routepack-studio --headless-out DIR --db LIBRARY --cluster-run N\n"
+                        "       routepack-studio --headless-out DIR --db LIBRARY --compare-runs A,B[,...]\n"
                         "Opens LIBRARY (else the last library, else the embedded demo library). Without a display,\n"
                         "with --headless, or with --headless-out DIR, runs the demo pipeline without a window and\n"
                         "writes plan.json, comparison.csv and PNG renderings of the plan views and the comparison\n"
                         "chart to DIR (default ./routepack-demo). With --db, renders saved run N of LIBRARY (or the\n"
                         "latest run of window W of trace T) instead: its plan.json and a PNG of every plan view;\n"
-                        "with --cluster-run N, imported cluster run N: run.csv and a PNG of each Run view chart.\n");
+                        "with --cluster-run N, imported cluster run N: run.csv and a PNG of each Run view chart;\n"
+                        "with --compare-runs A,B, whole runs A and B (routepack info lists them) side by side:\n"
+                        "compare-runs.csv and a PNG of each overlay and difference chart.\n");
             return 0;
         } else if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QStringLiteral("-platform")) &&
                    a != QStringLiteral("-style")) {
@@ -307,6 +356,26 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
         return fail(
             QStringLiteral("--db, --run, --trace and --window render a saved run: they need --headless-out DIR"), 2);
     if (args.run.library.isEmpty()) return fail(QStringLiteral("--run, --trace and --window need --db LIBRARY"), 2);
+    if (!compareText.isEmpty()) {
+        if (!runText.isEmpty() || !clusterText.isEmpty() || !args.run.trace.isEmpty() || !args.run.window.isEmpty())
+            return fail(QStringLiteral("--compare-runs renders whole runs: give it without --run, --cluster-run, "
+                                       "--trace and --window"),
+                        2);
+        for (const QString& part : compareText.split(QLatin1Char(','))) {
+            bool ok = false;
+            const qint64 id = part.trimmed().toLongLong(&ok);
+            if (!ok || id <= 0)
+                return fail(QStringLiteral("--compare-runs must list whole run ids, positive integers separated by "
+                                           "commas (got '%1')")
+                                .arg(compareText),
+                            2);
+            args.compareRuns << id;
+        }
+        if (args.compareRuns.size() < 2)
+            return fail(QStringLiteral("--compare-runs needs at least two whole run ids (got '%1')").arg(compareText),
+                        2);
+        return -1;
+    }
     if (!clusterText.isEmpty()) {
         if (!runText.isEmpty() || !args.run.trace.isEmpty() || !args.run.window.isEmpty())
             return fail(QStringLiteral("--cluster-run renders an imported cluster run: give it without --run, --trace "
@@ -362,14 +431,24 @@ int runStudio(int argc, char** argv) {
     if (args.runAsked) {
         HeadlessOutput result;
         QString error;
-        const bool cluster = args.clusterRun > 0;
-        if (!(cluster ? runHeadlessClusterRun(out, args.run.library, args.clusterRun, &result, &error)
-                      : runHeadlessRun(out, args.run, &result, &error))) {
+        const bool cluster = args.clusterRun > 0, compare = !args.compareRuns.isEmpty();
+        const bool ok = compare   ? runHeadlessCompareRuns(out, args.run.library, args.compareRuns, &result, &error)
+                        : cluster ? runHeadlessClusterRun(out, args.run.library, args.clusterRun, &result, &error)
+                                  : runHeadlessRun(out, args.run, &result, &error);
+        if (!ok) {
             std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(error));
             return 1;
         }
-        std::printf("routepack-studio: %s %lld written to %s\n", cluster ? "cluster run" : "run",
-                    static_cast<long long>(result.run), qPrintable(result.folder));
+        if (compare) {
+            QStringList ids;
+            for (const qint64 id : args.compareRuns)
+                ids << QString::number(id);
+            std::printf("routepack-studio: whole runs %s compared in %s\n", qPrintable(ids.join(QLatin1Char(','))),
+                        qPrintable(result.folder));
+        } else {
+            std::printf("routepack-studio: %s %lld written to %s\n", cluster ? "cluster run" : "run",
+                        static_cast<long long>(result.run), qPrintable(result.folder));
+        }
         for (const QString& f : result.files)
             std::printf("  %s\n", qPrintable(f));
         return 0;

@@ -10,6 +10,10 @@
 //                                               no window: an imported cluster run's Run view charts
 //                                               as PNG and its steps as CSV into DIR
 //                                               (runHeadlessClusterRun)
+//   routepack-studio --headless-out DIR --db LIBRARY --compare-runs A,B[,...]
+//                                               no window: whole runs A, B, ... overlaid, their
+//                                               differences as PNG and their table as CSV into DIR
+//                                               (runHeadlessCompareRuns)
 //   routepack-studio --headless [--headless-out DIR]
 //                                               no window: the demo pipeline (synth, import, window,
 //                                               plan) into DIR (default ./routepack-demo) with
@@ -17,6 +21,7 @@
 //
 // Without a display (neither DISPLAY nor WAYLAND_DISPLAY set, and QT_QPA_PLATFORM unset) the studio
 // says so and runs headless (into --headless-out DIR when given).
+#include <QList>
 #include <QString>
 #include <QStringList>
 #include <QTextStream>
@@ -55,6 +60,15 @@ bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutp
 /// view's empty-state text), a write failure.
 bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64 clusterRun, HeadlessOutput* output,
                            QString* error);
+
+/// Renders whole runs `ids` (2 or more) of library file `library` as the Whole runs tab compares them,
+/// into `folder` (created when missing): compare-runs.csv (comparison_csv: one column group per run,
+/// then one per difference against the first) and, for each figure some step has (max_g U, gain,
+/// experts moved; bytes and modelled seconds with a migration cost model), compare-<key>-overlay.png
+/// and compare-<key>-difference.png (<key> compare_metric_key). Read-only. Needs a QApplication. False
+/// with `error` set: compare_whole_runs' errors ("no whole run N in <library>", ...), a write failure.
+bool runHeadlessCompareRuns(const QString& folder, const QString& library, const QList<qint64>& ids,
+                            HeadlessOutput* output, QString* error);
 
 /// Runs the demo pipeline without a window (storage::build_demo: synthetic GRPO trace, library,
 /// window, plan, saved run, plan.json) into `folder`, then renders with the studio's own widgets:

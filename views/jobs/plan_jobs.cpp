@@ -166,9 +166,28 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
     };
     plan_chain(inputs, request.budgets.workers, on_done, context.cancelFlag(), on_event);
     out.cancelled = out.finishedWindows() < names.size() && out.error.isEmpty();
+    saveWholeRun(request, *lib, out, context);
     lib.reset(); // close this thread's connection before the GUI hears of the end
     out.seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
     return out;
+}
+
+void PlanJobQueue::saveWholeRun(const RunPlanRequest& request, storage::Library& lib, RunPlanResult& out,
+                                JobContext& context) {
+    std::vector<std::int64_t> ids;
+    for (const qint64 id : out.runIds)
+        if (id > 0) ids.push_back(id);
+    if (!request.saveRuns || !out.error.isEmpty() || ids.empty()) return;
+    storage::WholeRunSpec spec;
+    spec.source = storage::WholeRunSource::Studio;
+    spec.topology_name = request.topologyName.toStdString();
+    spec.settings.seed = request.budgets.seed;
+    spec.settings.budgets = request.budgets;
+    try {
+        out.wholeRunId = retryWhileBusy([&] { return lib.save_whole_run(spec, ids); }, context.shutdownFlag());
+    } catch (const std::exception& e) {
+        out.error = tr("the whole run was not saved: %1").arg(guiErrorText(e));
+    }
 }
 
 PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context) {

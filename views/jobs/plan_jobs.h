@@ -18,6 +18,10 @@
 #include <map>
 #include <memory>
 
+namespace routepack::storage {
+class Library;
+}
+
 namespace routepack::views {
 
 /// What one planning job needs. The worker opens its own connection to `library` (one SQLite
@@ -76,6 +80,8 @@ struct RunPlanResult {
     QStringList windows;                                             ///< every requested window, in run order
     std::vector<std::shared_ptr<const routepack::PlanResult>> plans; ///< the windows' plans, in order
     std::vector<qint64> runIds;                                      ///< their saved runs (0 when not saved)
+    /// The whole run the saved runs form (Library::save_whole_run, source "studio"); 0 when nothing was saved.
+    qint64 wholeRunId = 0;
     bool cancelled = false; ///< the job was cancelled before the last window ended
     /// The plans of windows that planned to their end (`plans` less a cancelled window's last one).
     std::size_t finishedWindows() const;
@@ -177,6 +183,11 @@ private:
     /// The worker's part of a run-planning job (`stop`: setRunStopForTesting's hook).
     RunPlanResult runChain(const RunPlanRequest& request, const StageWeights& weights,
                            const std::function<bool(int)>& stop, JobContext& context);
+    /// Stores a run-planning job's saved runs (out.runIds, those > 0) as one whole run (source
+    /// "studio"), into out.wholeRunId; a failure lands in out.error. Nothing when the job saves no
+    /// runs, failed, or saved none.
+    static void saveWholeRun(const RunPlanRequest& request, storage::Library& lib, RunPlanResult& out,
+                             JobContext& context);
     /// Drops the ended job's entry of jobs_; returns its library file ("" when unknown).
     QString forget(quint64 job);
     /// Queues `work` (JobContext& -> Result, on the worker) under `label` and `library`; its result

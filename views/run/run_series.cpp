@@ -79,11 +79,107 @@ void finish_series(RunSeries& s, const std::vector<int>& moe_layers) {
             s.methods.push_back(row.method);
 }
 
+
+/// Thrown between steps when `cancel` is set.
+struct SeriesCancelled {};
+
+/// Chain `c` of a cluster run (`run`, its `steps`) read from its plan files; `any[position]` marks the
+/// steps planned. Throws SeriesCancelled.
+RunSeries cluster_chain_series(const storage::ClusterRunEntry& run, const std::vector<storage::ClusterRunStep>& steps,
+                               std::size_t c, std::vector<bool>& any, const std::atomic<bool>* cancel) {
+    RunSeries s;
+    s.topology = run.chains[c].name;
+    s.topology_value = run.chains[c].topology;
+    std::vector<int> moe_layers;
+    for (const storage::ClusterRunStep& step : steps) {
+        if (step.chain != c) continue;
+        if (cancel && cancel->load()) throw SeriesCancelled{};
+        if (!step.planned) {
+            s.failed.push_back(step.window + (step.stage.empty() ? "" : " (" + step.stage + ")") + ": " + step.error);
+            continue;
+        }
+        const PlanFile plan = parse_plan(read_input_file(step.plan_file, input_files::kPlan), step.plan_file.string());
+        RunStep st;
+        st.samples = step.samples;
+        st.runs = 1;
+        st.status = "planned";
+        st.planner_s = step.planner_seconds;
+        add_step(s, plan, std::move(st), step.window, moe_layers);
+        s.plan_files.push_back(step.plan_file.string());
+        s.step_paths.push_back(step.step_path.string());
+        if (step.position < any.size()) any[step.position] = true;
+    }
+    if (!s.steps.empty()) finish_series(s, moe_layers);
+    return s;
+}
+
+/// The steps of a sweep's or studio run's whole run: its saved runs in order (those with a plan).
+/// Throws SeriesCancelled.
+RunSeries saved_runs_series(const storage::Library& lib, const storage::WholeRunEntry& w,
+                            const std::atomic<bool>* cancel) {
+    RunSeries s;
+    s.topology = w.topology;
+    s.topology_value = w.topology_value;
+    std::map<std::string, std::size_t> samples;
+    for (const storage::WindowEntry& win : lib.windows(w.trace))
+        samples[win.name] = win.samples;
+    const std::vector<storage::MeasuredStepEntry> measured = lib.measured_steps(w.trace);
+    std::vector<int> moe_layers;
+    for (const std::int64_t id : w.runs) {
+        if (cancel && cancel->load()) throw SeriesCancelled{};
+        const storage::RunEntry r = lib.run(id);
+        if (r.plan_id == 0) continue;
+        const PlanFile plan = parse_plan(lib.run_plan_json(r.id), "run " + std::to_string(r.id));
+        RunStep st;
+        st.samples = samples.count(r.window) ? samples[r.window] : 0;
+        st.run = r.id;
+        st.run_name = r.name;
+        st.runs = 1;
+        st.status = r.status;
+        if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;
+        st.measured = run_measured_seconds(measured, r.id);
+        add_step(s, plan, std::move(st), r.window, moe_layers);
+    }
+    if (!s.steps.empty()) finish_series(s, moe_layers);
+    return s;
+}
+
 } // namespace
 
 bool has_migration_costs(const RunSeries& series) {
     return std::any_of(series.table.begin(), series.table.end(),
                        [](const SweepLine& l) { return l.compute_s && l.materialization_s; });
+}
+
+RunSeriesSet compute_whole_run_series(const storage::Library& lib, std::int64_t whole_run,
+                                      const std::atomic<bool>* cancel) {
+    RunSeriesSet out;
+    out.whole_run = whole_run;
+    try {
+        const storage::WholeRunEntry w = lib.whole_run(whole_run);
+        out.trace = w.trace;
+        out.windows = w.steps;
+        RunSeries s;
+        if (w.cluster_run > 0) {
+            const storage::ClusterRunEntry run = lib.cluster_run(w.cluster_run);
+            out.cluster_run = w.cluster_run;
+            out.cluster_out = run.out.string();
+            std::vector<bool> any(run.steps, false);
+            if (w.cluster_chain < run.chains.size())
+                s = cluster_chain_series(run, lib.cluster_run_steps(w.cluster_run), w.cluster_chain, any, cancel);
+        } else {
+            s = saved_runs_series(lib, w, cancel);
+        }
+        out.windows_with_runs = s.steps.size();
+        if (!s.steps.empty()) out.series.push_back(std::move(s));
+    } catch (const SeriesCancelled&) {
+        out.series.clear();
+        out.error = "cancelled";
+    } catch (const std::exception& e) {
+        out.series.clear();
+        out.error = guiErrorText(e).toStdString();
+    }
+    return out;
 }
 
 RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_t cluster_run,
@@ -98,39 +194,13 @@ RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_
         out.windows = run.steps;
         std::vector<bool> any(run.steps, false);
         for (std::size_t c = 0; c < run.chains.size(); ++c) {
-            RunSeries s;
-            s.topology = run.chains[c].name;
-            s.topology_value = run.chains[c].topology;
-            std::vector<int> moe_layers;
-            for (const storage::ClusterRunStep& step : steps) {
-                if (step.chain != c) continue;
-                if (cancel && cancel->load()) {
-                    out.series.clear();
-                    out.error = "cancelled";
-                    return out;
-                }
-                if (!step.planned) {
-                    s.failed.push_back(step.window + (step.stage.empty() ? "" : " (" + step.stage + ")") + ": " +
-                                       step.error);
-                    continue;
-                }
-                const PlanFile plan =
-                    parse_plan(read_input_file(step.plan_file, input_files::kPlan), step.plan_file.string());
-                RunStep st;
-                st.samples = step.samples;
-                st.runs = 1;
-                st.status = "planned";
-                st.planner_s = step.planner_seconds;
-                add_step(s, plan, std::move(st), step.window, moe_layers);
-                s.plan_files.push_back(step.plan_file.string());
-                s.step_paths.push_back(step.step_path.string());
-                if (step.position < any.size()) any[step.position] = true;
-            }
-            if (s.steps.empty()) continue;
-            finish_series(s, moe_layers);
-            out.series.push_back(std::move(s));
+            RunSeries s = cluster_chain_series(run, steps, c, any, cancel);
+            if (!s.steps.empty()) out.series.push_back(std::move(s));
         }
         out.windows_with_runs = static_cast<std::size_t>(std::count(any.begin(), any.end(), true));
+    } catch (const SeriesCancelled&) {
+        out.series.clear();
+        out.error = "cancelled";
     } catch (const std::exception& e) {
         out.series.clear();
         out.error = guiErrorText(e).toStdString();

@@ -100,6 +100,8 @@ struct RunSeriesSet {
     /// `trace` is then the run's trace name (the plans' inputs.trace), `windows` its steps per chain.
     std::int64_t cluster_run = 0;
     std::string cluster_out; ///< the cluster run's output folder OUT
+    /// > 0: the one series is whole run `whole_run` (compute_whole_run_series).
+    std::int64_t whole_run = 0;
 };
 
 /// Reads every saved run of `trace` and builds its series from the stored plans (Library::runs,
@@ -120,6 +122,14 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
 /// compute_run_series.
 RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_t cluster_run,
                                         const std::atomic<bool>* cancel = nullptr);
+
+/// The series of whole run `whole_run` (Library::whole_run; schema migration 7): one series, its steps
+/// in run order. A sweep's or studio run's steps are its saved runs (read as compute_run_series reads
+/// them; a step whose run lost its plan is left out); a cluster run's chain is read from its plan files
+/// as compute_cluster_run_series reads it (`cluster_out` set). Errors (an unknown whole run, a plan
+/// file that is gone or damaged) land in RunSeriesSet::error; `cancel` as compute_run_series.
+RunSeriesSet compute_whole_run_series(const storage::Library& lib, std::int64_t whole_run,
+                                      const std::atomic<bool>* cancel = nullptr);
 
 /// One step's frontier (compute_step_frontier): routepack's max_g U planned within each move budget
 /// of kFrontierFractions from the step's previous placement, the figures `routepack sweep --frontier`
