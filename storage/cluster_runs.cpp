@@ -429,9 +429,7 @@ void upsert_chain_whole_runs(sqlite3* db, const std::filesystem::path& file, std
     WholeRunSettings settings;
     settings.seed = run.seed;
     try {
-        nlohmann::json b = nlohmann::json::parse(run.budgets);
-        b.erase("workers");
-        settings.budgets = parse_planner_budgets(b.dump(), file.string() + ": cluster run budgets");
+        settings.budgets = parse_planner_budgets(run.budgets, file.string() + ": cluster run budgets");
     } catch (const std::exception&) {
         settings.budgets = PlannerBudgets{}; // read_cluster_run_folder checked the keys it stores
     }

@@ -409,10 +409,9 @@ public:
     /// run ids. Errors as save_run.
     /// With `whole` the runs are also stored as one whole run (save_whole_run), in the same
     /// transaction; its id lands in *whole_run_id.
-    std::vector<std::int64_t>
-    save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
-              const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {},
-              const WholeRunSpec* whole = nullptr, std::int64_t* whole_run_id = nullptr);
+    std::vector<std::int64_t> save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
+                                        const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {},
+                                        const WholeRunSpec* whole = nullptr, std::int64_t* whole_run_id = nullptr);
     /// Stores saved runs `run_ids` (in run order, one trace, at least one) as one whole run; returns
     /// its id. Its trace, topology and topology JSON are the first run's. InputError "no run N in
     /// <file>", "a whole run needs at least one step", "run N is of trace 'B', not 'A'" (steps of

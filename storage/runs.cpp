@@ -398,10 +398,10 @@ RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name
     return run(run_id);
 }
 
-std::vector<std::int64_t>
-Library::save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
-                   const std::function<void(const std::vector<std::int64_t>&)>& before_commit,
-                   const WholeRunSpec* whole, std::int64_t* whole_run_id) {
+std::vector<std::int64_t> Library::save_runs(const std::vector<const PlanResult*>& results,
+                                             const std::string& topology_name,
+                                             const std::function<void(const std::vector<std::int64_t>&)>& before_commit,
+                                             const WholeRunSpec* whole, std::int64_t* whole_run_id) {
     require_writable(read_only_, path_);
     std::vector<std::string> plan_json;
     plan_json.reserve(results.size());

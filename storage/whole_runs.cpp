@@ -22,9 +22,12 @@ using detail::Transaction;
 
 const char* whole_run_source_key(WholeRunSource s) {
     switch (s) {
-    case WholeRunSource::Sweep: return "sweep";
-    case WholeRunSource::Studio: return "studio";
-    case WholeRunSource::Cluster: return "cluster";
+    case WholeRunSource::Sweep:
+        return "sweep";
+    case WholeRunSource::Studio:
+        return "studio";
+    case WholeRunSource::Cluster:
+        return "cluster";
     }
     return "sweep";
 }
@@ -63,12 +66,10 @@ WholeRunSettings read_settings(const std::string& text, const std::string& origi
     if (!j.is_object()) throw InputError(origin + ": damaged settings (not a JSON object)");
     WholeRunSettings s;
     if (const auto it = j.find("seed"); it != j.end() && it->is_number_integer())
-        s.seed = it->is_number_unsigned() ? it->get<std::uint64_t>()
-                                          : static_cast<std::uint64_t>(it->get<std::int64_t>());
+        s.seed =
+            it->is_number_unsigned() ? it->get<std::uint64_t>() : static_cast<std::uint64_t>(it->get<std::int64_t>());
     if (const auto it = j.find("budgets"); it != j.end() && it->is_object()) {
-        nlohmann::json b = *it;
-        b.erase("workers"); // a cluster run's budgets may carry the machine's worker count
-        s.budgets = parse_planner_budgets(b.dump(), origin + ": settings.budgets");
+        s.budgets = parse_planner_budgets(it->dump(), origin + ": settings.budgets");
     }
     s.budgets.seed = s.seed;
     if (const auto it = j.find("start"); it != j.end() && it->is_string()) s.start = it->get<std::string>();

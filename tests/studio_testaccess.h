@@ -16,6 +16,7 @@
 #include "views/library/sample_table_model.h"
 #include "views/plan/plan_views.h"
 #include "views/run/run_view.h"
+#include "views/run/whole_runs_view.h"
 #include "views/studio_window.h"
 
 #include <QLabel>
@@ -51,7 +52,11 @@ inline views::CompareView* compareView(const views::StudioWindow& w) {
 inline views::RunView* runView(const views::StudioWindow& w) {
     return part<views::RunView>(w, "runView");
 }
-/// The result tabs: Plan, Compare runs, Run.
+/// The Whole runs tab.
+inline views::WholeRunsView* wholeRunsView(const views::StudioWindow& w) {
+    return part<views::WholeRunsView>(w, "wholeRunsView");
+}
+/// The result tabs: Plan, Compare runs, Run, Whole runs.
 inline QTabWidget* resultTabs(const views::StudioWindow& w) {
     return part<QTabWidget>(w, "resultTabs");
 }

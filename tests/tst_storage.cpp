@@ -200,6 +200,8 @@ const std::vector<std::string> kTables = {"aggregate_totals",
                                           "source_files",
                                           "topologies",
                                           "traces",
+                                          "whole_run_steps",
+                                          "whole_runs",
                                           "window_samples",
                                           "windows"};
 

@@ -356,6 +356,15 @@ private Q_SLOTS:
             QVERIFY2(mine == theirs, row["window"].get<std::string>().c_str());
             QCOMPARE(parse_plan(lib->run_plan_json(run), "studio run").row_count, p.rows.rows);
         }
+        // The five saved runs are one whole run of the library, as the studio planned it.
+        QVERIFY(result->wholeRunId > 0);
+        const storage::WholeRunEntry whole = lib->whole_run(result->wholeRunId);
+        QVERIFY(whole.source == storage::WholeRunSource::Studio);
+        QCOMPARE(whole.runs, std::vector<std::int64_t>(result->runIds.begin(), result->runIds.end()));
+        QCOMPARE(whole.trace, std::string("syn"));
+        QCOMPARE(whole.settings.seed, result->plans[0]->budgets.seed);
+        QCOMPARE(planner_budgets_to_json(whole.settings.budgets),
+                 planner_budgets_to_json(lib->run(result->runIds[0]).budgets));
         // The Run view shows the five steps (it read them as they were saved).
         RunView* rv = ui::runView(*w);
         QCOMPARE(ui::resultTabs(*w)->currentWidget(), static_cast<QWidget*>(rv));
@@ -1069,6 +1078,10 @@ private Q_SLOTS:
         QCOMPARE(kept.score, result->plans[2]->routepack.metrics.score);
         QCOMPARE(kept.rows, result->plans[2]->rows.rows);
         QCOMPARE(kept.message, std::string("cancelled: best valid plan so far"));
+        // The whole run holds the three saved runs, the cancelled one last.
+        QCOMPARE(lib->whole_run(result->wholeRunId).runs,
+                 std::vector<std::int64_t>(result->runIds.begin(), result->runIds.end()));
+        QCOMPARE(result->runIds.size(), std::size_t(3));
         // Its layout is valid for its window.
         const PlanFile f = parse_plan(lib->run_plan_json(result->runIds[2]), "saved");
         QCOMPARE(f.row_count, result->plans[2]->rows.rows);

@@ -25,7 +25,8 @@ namespace routepack::views {
 
 ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent)
     : QTabWidget(parent), library_(library), planning_(planning), plan_(new PlanView(this)),
-      compare_(new CompareView(this)), run_(new RunView(this)), wholeRuns_(new WholeRunsView(this)), importStep_(new QToolButton(plan_)),
+      compare_(new CompareView(this)), run_(new RunView(this)), wholeRuns_(new WholeRunsView(this)),
+      importStep_(new QToolButton(plan_)),
       measuredLoad_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setObjectName(QStringLiteral("resultTabs"));
     plan_->setObjectName(QStringLiteral("planView"));

@@ -166,8 +166,10 @@ bool runHeadlessCompareRuns(const QString& folder, const QString& library, const
                 QApplication::processEvents();
             QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
             for (const QString chart : {QStringLiteral("overlay"), QStringLiteral("difference")}) {
-                const QString name = QStringLiteral("compare-%1-%2.png").arg(QLatin1String(compare_metric_key(m)), chart);
-                if (!view.exportChart(chart, QDir(abs).filePath(name), &why)) throw std::runtime_error(why.toStdString());
+                const QString name =
+                    QStringLiteral("compare-%1-%2.png").arg(QLatin1String(compare_metric_key(m)), chart);
+                if (!view.exportChart(chart, QDir(abs).filePath(name), &why))
+                    throw std::runtime_error(why.toStdString());
                 out.files << name;
             }
         }
@@ -291,9 +293,9 @@ struct StudioArgs {
     bool outGiven = false;
     QString out = QStringLiteral("routepack-demo");
     QString library;
-    HeadlessRun run;       ///< --db, --run, --trace, --window
-    bool runAsked = false; ///< one of them was given
-    qint64 clusterRun = 0; ///< --cluster-run
+    HeadlessRun run;           ///< --db, --run, --trace, --window
+    bool runAsked = false;     ///< one of them was given
+    qint64 clusterRun = 0;     ///< --cluster-run
     QList<qint64> compareRuns; ///< --compare-runs A,B[,...]
 };
 
@@ -308,13 +310,13 @@ int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
     for (int i = 1; i < argc; ++i) {
         const QString a = QString::fromLocal8Bit(argv[i]);
         // The options that name a saved run take one value each.
-        QString* value = a == QStringLiteral("--db")            ? &args.run.library
-                         : a == QStringLiteral("--run")         ? &runText
-                         : a == QStringLiteral("--trace")       ? &args.run.trace
-                         : a == QStringLiteral("--window")      ? &args.run.window
-                         : a == QStringLiteral("--cluster-run") ? &clusterText
+        QString* value = a == QStringLiteral("--db")             ? &args.run.library
+                         : a == QStringLiteral("--run")          ? &runText
+                         : a == QStringLiteral("--trace")        ? &args.run.trace
+                         : a == QStringLiteral("--window")       ? &args.run.window
+                         : a == QStringLiteral("--cluster-run")  ? &clusterText
                          : a == QStringLiteral("--compare-runs") ? &compareText
-                                                                : nullptr;
+                                                                 : nullptr;
         if (value) {
             if (i + 1 >= argc) return fail(QStringLiteral("%1 needs a value").arg(a), 2);
             *value = QString::fromLocal8Bit(argv[++i]);

@@ -27,21 +27,6 @@ ExportResult failure(const QString& message) {
 
 } // namespace
 
-bool writeTextFile(const QString& file, const std::string& text, QString* error) {
-    QSaveFile f(file);
-    if (!f.open(QIODevice::WriteOnly)) {
-        if (error) *error = QStringLiteral("%1: cannot write (%2)").arg(file, f.errorString());
-        return false;
-    }
-    f.write(text.data(), static_cast<qint64>(text.size()));
-    f.write("\n", 1);
-    if (!f.commit()) {
-        if (error) *error = QStringLiteral("%1: write failed (%2)").arg(file, f.errorString());
-        return false;
-    }
-    return true;
-}
-
 ExportResult writePlanJson(const PlanResult& plan, const QString& file) {
     QString err;
     if (!writeTextFile(file, plan_to_json(plan), &err)) return failure(err);

@@ -4,6 +4,7 @@
 // writing and word the outcome for the status line; StudioExports adds the save dialog in front of
 // each and picks what Ctrl+E exports from what is shown.
 #include "core/plan/planner.h"
+#include "views/widgets/file_export.h" // writeTextFile
 
 #include <QCoreApplication>
 #include <QList>
@@ -32,12 +33,6 @@ struct ExportResult {
     QString message; ///< "Plan written to <file>." or the error in words
     bool error = false;
 };
-
-/// Writes `text` and one final "\n" to `file` through QSaveFile (a temporary beside it, renamed into
-/// place on commit: a failed write leaves an existing file as it was). False with `error` =
-/// "<file>: cannot write (<reason>)" when it cannot be opened, "<file>: write failed (<reason>)" when
-/// writing or the rename fails.
-bool writeTextFile(const QString& file, const std::string& text, QString* error);
 
 /// plan_to_json(plan) (the plan file of core/plan/plan_file.h, read by `routepack rewrite`) to `file`.
 ExportResult writePlanJson(const routepack::PlanResult& plan, const QString& file);

@@ -13,22 +13,32 @@ namespace routepack::views {
 
 const char* compare_metric_key(CompareMetric m) {
     switch (m) {
-    case CompareMetric::MaxU: return "max_u";
-    case CompareMetric::GainPct: return "vs_baseline_pct";
-    case CompareMetric::ExpertsMoved: return "experts_moved";
-    case CompareMetric::MigrationBytes: return "migration_bytes";
-    case CompareMetric::ModelledSeconds: return "modelled_s";
+    case CompareMetric::MaxU:
+        return "max_u";
+    case CompareMetric::GainPct:
+        return "vs_baseline_pct";
+    case CompareMetric::ExpertsMoved:
+        return "experts_moved";
+    case CompareMetric::MigrationBytes:
+        return "migration_bytes";
+    case CompareMetric::ModelledSeconds:
+        return "modelled_s";
     }
     return "max_u";
 }
 
 const char* compare_metric_title(CompareMetric m) {
     switch (m) {
-    case CompareMetric::MaxU: return "max_g U (tokens)";
-    case CompareMetric::GainPct: return "routepack vs baseline (%)";
-    case CompareMetric::ExpertsMoved: return "experts moved";
-    case CompareMetric::MigrationBytes: return "bytes moved";
-    case CompareMetric::ModelledSeconds: return "modelled step (s)";
+    case CompareMetric::MaxU:
+        return "max_g U (tokens)";
+    case CompareMetric::GainPct:
+        return "routepack vs baseline (%)";
+    case CompareMetric::ExpertsMoved:
+        return "experts moved";
+    case CompareMetric::MigrationBytes:
+        return "bytes moved";
+    case CompareMetric::ModelledSeconds:
+        return "modelled step (s)";
     }
     return "";
 }
@@ -133,13 +143,17 @@ std::optional<double> compare_value(const ComparedRun& r, const std::string& win
     const RunStep& st = r.series.steps[i];
     const SweepLine* line = i < r.series.table.size() ? &r.series.table[i] : nullptr;
     switch (m) {
-    case CompareMetric::MaxU: return st.cost[Method::RoutePack];
-    case CompareMetric::GainPct: return st.gain_pct;
+    case CompareMetric::MaxU:
+        return st.cost[Method::RoutePack];
+    case CompareMetric::GainPct:
+        return st.gain_pct;
     case CompareMetric::ExpertsMoved:
         if (line) return static_cast<double>(line->moves);
         return std::nullopt;
-    case CompareMetric::MigrationBytes: return line ? line->migration_bytes : std::nullopt;
-    case CompareMetric::ModelledSeconds: return line ? line->modelled_s : std::nullopt;
+    case CompareMetric::MigrationBytes:
+        return line ? line->migration_bytes : std::nullopt;
+    case CompareMetric::ModelledSeconds:
+        return line ? line->modelled_s : std::nullopt;
     }
     return std::nullopt;
 }
@@ -184,10 +198,16 @@ std::string cell(const std::optional<double>& v, CompareMetric m) {
     if (!v || !std::isfinite(*v)) return "";
     char buf[64];
     switch (m) {
-    case CompareMetric::GainPct: std::snprintf(buf, sizeof buf, "%.6f", *v); break;
+    case CompareMetric::GainPct:
+        std::snprintf(buf, sizeof buf, "%.6f", *v);
+        break;
     case CompareMetric::ExpertsMoved:
-    case CompareMetric::MigrationBytes: std::snprintf(buf, sizeof buf, "%.0f", *v); break;
-    default: std::snprintf(buf, sizeof buf, "%.17g", *v); break;
+    case CompareMetric::MigrationBytes:
+        std::snprintf(buf, sizeof buf, "%.0f", *v);
+        break;
+    default:
+        std::snprintf(buf, sizeof buf, "%.17g", *v);
+        break;
     }
     return buf;
 }

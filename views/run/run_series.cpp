@@ -79,7 +79,6 @@ void finish_series(RunSeries& s, const std::vector<int>& moe_layers) {
             s.methods.push_back(row.method);
 }
 
-
 /// Thrown between steps when `cancel` is set.
 struct SeriesCancelled {};
 

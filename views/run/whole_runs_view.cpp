@@ -1,6 +1,5 @@
 #include "views/run/whole_runs_view.h"
 
-#include "views/dialogs/exports.h"
 #include "views/jobs/job_tracker.h"
 #include "views/plan/panel_util.h"
 #include "views/widgets/file_export.h"
@@ -31,6 +30,18 @@ namespace routepack::views {
 
 namespace {
 
+/// The value axis' label format of metric `m`: whole numbers for moves, three digits for bytes.
+QString axisFormat(CompareMetric m) {
+    switch (m) {
+    case CompareMetric::ExpertsMoved:
+        return QStringLiteral("%.0f");
+    case CompareMetric::MigrationBytes:
+        return QStringLiteral("%.3g");
+    default:
+        return QStringLiteral("%.4g");
+    }
+}
+
 /// Line and bar colours of the runs, in the order checked (mid-tones for light and dark backgrounds).
 const QColor kRunColours[] = {QColor(0x4c, 0x78, 0xa8), QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b),
                               QColor(0xe4, 0x57, 0x56), QColor(0x72, 0xb7, 0xb2), QColor(0xb2, 0x79, 0xa2),
@@ -45,13 +56,15 @@ QColor runColour(std::size_t i) {
 QString shown(const std::optional<double>& v, CompareMetric m, bool difference = false) {
     if (!v) return QStringLiteral("–");
     switch (m) {
-    case CompareMetric::GainPct: return QString::asprintf("%+.2f %%", *v);
+    case CompareMetric::GainPct:
+        return QString::asprintf("%+.2f %%", *v);
     case CompareMetric::ExpertsMoved:
     case CompareMetric::MigrationBytes: {
         const QString n = QLocale(QLocale::English).toString(static_cast<qlonglong>(std::llround(*v)));
         return difference && *v > 0 ? QStringLiteral("+") + n : n;
     }
-    default: return difference ? QString::asprintf("%+.4f", *v) : QString::asprintf("%.4f", *v);
+    default:
+        return difference ? QString::asprintf("%+.4f", *v) : QString::asprintf("%.4f", *v);
     }
 }
 
@@ -101,7 +114,7 @@ WholeRunsView::WholeRunsView(QWidget* parent)
     note_->setObjectName(QStringLiteral("compareNote"));
     overlay_ = makeChartView(this, QSize(260, 180));
     overlay_->setObjectName(QStringLiteral("compareOverlay"));
-    difference_ = makeChartView(this, QSize(260, 160));
+    difference_ = makeChartView(this, QSize(260, 200));
     difference_->setObjectName(QStringLiteral("compareDifference"));
     table_ = new QTableWidget(this);
     table_->setObjectName(QStringLiteral("compareTable"));
@@ -126,13 +139,13 @@ WholeRunsView::WholeRunsView(QWidget* parent)
     charts->setStretchFactor(0, 3);
     charts->setStretchFactor(1, 2);
     charts->setStretchFactor(2, 2);
-    charts->setSizes({400, 260, 220});
+    charts->setSizes({400, 300, 200});
     rl->addWidget(charts, 1);
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(list_);
     split->addWidget(right);
     split->setStretchFactor(1, 1);
-    split->setSizes({300, 900});
+    split->setSizes({240, 900});
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(split);
@@ -216,9 +229,8 @@ void WholeRunsView::setCompared(const QList<qint64>& ids) {
     {
         const QSignalBlocker block(list_);
         for (int i = 0; i < list_->count(); ++i)
-            list_->item(i)->setCheckState(order_.contains(list_->item(i)->data(Qt::UserRole).toLongLong())
-                                              ? Qt::Checked
-                                              : Qt::Unchecked);
+            list_->item(i)->setCheckState(
+                order_.contains(list_->item(i)->data(Qt::UserRole).toLongLong()) ? Qt::Checked : Qt::Unchecked);
     }
     startCompare();
 }
@@ -354,6 +366,8 @@ void WholeRunsView::fillOverlay() {
     }
     const double pad = hi > lo ? 0.05 * (hi - lo) : std::max(1e-9, 0.05 * std::abs(hi));
     y->setRange(lo - pad, hi + pad);
+    y->applyNiceNumbers();
+    y->setLabelFormat(axisFormat(metric_));
     styleChart(chart, palette());
 }
 
@@ -361,7 +375,9 @@ void WholeRunsView::fillDifference() {
     QChart* chart = difference_->chart();
     clearChart(chart);
     if (!data_) return;
-    chart->setTitle(tr("Each run minus whole run %1, per step").arg(data_->runs.front().entry.id));
+    chart->setTitle(tr("%1: each run minus whole run %2, per step")
+                        .arg(tr(compare_metric_title(metric_)))
+                        .arg(data_->runs.front().entry.id));
     auto* bars = new QBarSeries;
     double lo = 0, hi = 0;
     for (std::size_t i = 1; i < data_->runs.size(); ++i) {
@@ -381,9 +397,11 @@ void WholeRunsView::fillDifference() {
         x->append(QString::number(k));
     x->setTitleText(tr("step"));
     auto* y = new QValueAxis;
-    y->setTitleText(tr("Δ %1").arg(tr(compare_metric_title(metric_))));
+    y->setTitleText(tr("difference"));
     const double pad = hi > lo ? 0.05 * (hi - lo) : 1;
     y->setRange(lo - pad, hi + pad);
+    y->applyNiceNumbers();
+    y->setLabelFormat(axisFormat(metric_));
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     bars->attachAxis(x);

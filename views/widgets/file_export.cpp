@@ -83,6 +83,21 @@ bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QStrin
     return true;
 }
 
+bool writeTextFile(const QString& file, const std::string& text, QString* error) {
+    QSaveFile f(file);
+    if (!f.open(QIODevice::WriteOnly)) {
+        if (error) *error = QStringLiteral("%1: cannot write (%2)").arg(file, f.errorString());
+        return false;
+    }
+    f.write(text.data(), static_cast<qint64>(text.size()));
+    f.write("\n", 1);
+    if (!f.commit()) {
+        if (error) *error = QStringLiteral("%1: write failed (%2)").arg(file, f.errorString());
+        return false;
+    }
+    return true;
+}
+
 bool exportWidgetImage(QWidget* widget, const QString& file, QString* error) {
     if (!widget) {
         setError(error, QObject::tr("Nothing to export"));

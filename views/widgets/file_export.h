@@ -4,6 +4,8 @@
 // plan and run views' charts) goes through these two.
 #include <QString>
 
+#include <string>
+
 class QAbstractItemModel;
 class QWidget;
 
@@ -15,6 +17,12 @@ namespace routepack::views {
 /// an empty field); doubles in the shortest form that reads back to the same double. Atomic
 /// (QSaveFile). False with `error` set on a write failure.
 bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QString* error = nullptr);
+
+/// Writes `text` and one final "\n" to `file` through QSaveFile (a temporary beside it, renamed into
+/// place on commit: a failed write leaves an existing file as it was). False with `error` =
+/// "<file>: cannot write (<reason>)" when it cannot be opened, "<file>: write failed (<reason>)" when
+/// writing or the rename fails.
+bool writeTextFile(const QString& file, const std::string& text, QString* error);
 
 /// Renders `widget` to `file` by suffix: ".png" = QWidget::grab() at the widget's device pixel
 /// ratio (so 2x on a 200% screen); ".svg" = QSvgGenerator of the widget's logical size, via
