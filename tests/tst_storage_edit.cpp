@@ -226,9 +226,10 @@ private Q_SLOTS:
 
     void olderLibraryReadOnlyThenMigrated() {
         // A schema-4 library (runs without a name column, no measured steps): the library of
-        // initTestCase with migrations 5 and 6 undone and the version set back, its tables then as
+        // initTestCase with migrations 5, 6 and 7 undone and the version set back, its tables then as
         // migrations 1-4 create them.
-        exec_sql(v4_, "DROP TABLE measured_plans; DROP TABLE measured_steps; ALTER TABLE runs DROP COLUMN name; "
+        exec_sql(v4_, "DROP TRIGGER whole_run_emptied; DROP TABLE whole_run_steps; DROP TABLE whole_runs; "
+                      "DROP TABLE measured_plans; DROP TABLE measured_steps; ALTER TABLE runs DROP COLUMN name; "
                       "PRAGMA user_version = 4;");
         {
             const fs::path fresh = v4_.parent_path() / "v4-fresh.routepack";
@@ -257,11 +258,13 @@ private Q_SLOTS:
         QVERIFY(test::read_file(v4_) == bytes); // not one byte written
         QVERIFY(!fs::exists(v4_.string() + "-wal"));
         QVERIFY(!fs::exists(v4_.string() + "-shm"));
-        // A writable open migrates it (4 -> 6): every run unnamed, then renamable.
+        // A writable open migrates it (4 -> 7): every run unnamed, then renamable; no whole run (runs
+        // saved before migration 7 stay per-window runs).
         auto lib = Library::open(v4_, OpenMode::ReadWrite);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         QCOMPARE(lib->runs("syn", "half").size(), std::size_t(2));
         QCOMPARE(rows_of(v4_, "runs WHERE name = ''"), std::int64_t(4));
+        QVERIFY(lib->whole_runs().empty());
         lib->rename_run(runA_, "first");
         QCOMPARE(lib->run(runA_).name, std::string("first"));
         QCOMPARE(lib->run(runB_).name, std::string());

@@ -168,7 +168,7 @@ private Q_SLOTS:
         QVERIFY(mem.has_routes());
         const fs::path f = dir_ / "lib.routepack";
         auto lib = Library::open(f);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         lib->import_trace("t", {in}, nested_options());
         const Trace t = lib->load_trace("t");
         QVERIFY(t.has_routes());
@@ -283,7 +283,7 @@ private Q_SLOTS:
             QVERIFY(!t.has_routes());
         }
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 6);
+        QCOMPARE(lib->schema_version(), 7);
         QVERIFY(!lib->load_trace("t").has_routes());
         Raw raw(f);
         QCOMPARE(raw.rows("SELECT * FROM run_results"),

@@ -715,8 +715,9 @@ private Q_SLOTS:
             titles << QStringLiteral("## ") + ui::resultTabs(w)->tabText(t).remove(QLatin1Char('&'));
         for (int t = 0; t < ui::planView(w)->count(); ++t)
             titles << QStringLiteral("### ") + ui::planView(w)->tabText(t).remove(QLatin1Char('&'));
-        titles << QStringLiteral("## Library") << QStringLiteral("## Topology and budgets");
-        QCOMPARE(titles.size(), 12);
+        titles << QStringLiteral("## Library") << QStringLiteral("## Topology and budgets")
+               << QStringLiteral("## Jobs");
+        QCOMPARE(titles.size(), 14);
         for (const QString& t : titles)
             QVERIFY2(md.contains(QLatin1Char('\n') + t + QLatin1Char('\n')), qPrintable(t));
         // Shown as rendered Markdown: the headings' text without their #.
@@ -735,7 +736,7 @@ private Q_SLOTS:
             if (level >= 1 && level <= 3 && line.left(level) == QString(level, QLatin1Char('#')))
                 headings << QString(2 * (level - 1), QLatin1Char(' ')) + line.mid(level + 1);
         }
-        QCOMPARE(headings.size(), 17);
+        QCOMPARE(headings.size(), 19);
         QCOMPARE(help->contents(), headings);
         // A click on "Run" in the contents scrolls the text there.
         auto* contents = help->findChild<QTreeWidget*>(QStringLiteral("helpContents"));

@@ -28,6 +28,7 @@
 #include "views/plan/plan_data.h"
 #include "views/plan/plan_views.h"
 #include "views/plan/row_heatmap_panel.h"
+#include "views/run/run_compare.h"
 #include "views/run/run_series.h"
 #include "views/run/run_view.h"
 #include "views/studio_app.h"
@@ -767,7 +768,7 @@ private Q_SLOTS:
         for (const QString& block : doc.split(QStringLiteral("```sh\n")).mid(1))
             for (const QString& line : block.section(QStringLiteral("```"), 0, 0).split(QLatin1Char('\n')))
                 if (!line.trimmed().isEmpty()) commands << line.trimmed();
-        QCOMPARE(commands.size(), 3);
+        QCOMPARE(commands.size(), 4);
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.remove(QStringLiteral("QT_QPA_PLATFORM"));
         env.insert(QStringLiteral("PATH"), QFileInfo(QStringLiteral(ROUTEPACK_CLI)).absolutePath() + QLatin1Char(':') +
@@ -791,6 +792,12 @@ private Q_SLOTS:
         QCOMPARE(lib->cluster_runs().size(), std::size_t(1));
         QCOMPARE(lib->cluster_run_steps(1).size(), std::size_t(5));
         QCOMPARE(test::read_file(dir / "shots" / "plan.json"), lib->run_plan_json(1) + "\n");
+        // The sweep (whole run 1) beside the cluster run's first chain (whole run 2), compared.
+        QCOMPARE(lib->whole_runs().size(), std::size_t(3));
+        QCOMPARE(outputs[2].section(QLatin1Char('\n'), 0, 0),
+                 QStringLiteral("routepack-studio: whole runs 1,2 compared in ") + q(dir / "compared"));
+        QCOMPARE(test::read_file(dir / "compared" / "compare-runs.csv"),
+                 comparison_csv(compare_whole_runs(*lib, {1, 2})));
     }
 
     void cancelledRunTellsTheTruthAboutCommunication() {

@@ -4,23 +4,29 @@
 // stores, what `routepack info` prints, the figures compared against the saved runs and the sweeps'
 // own totals, the CSV, the tab driven by keys, a sweep while the studio is open, and the headless
 // rendering. Screenshots into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "core/model/topology.h"
 #include "core/plan/plan_file.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
+#include "views/jobs/jobs_panel.h"
+#include "views/jobs/plan_jobs.h"
 #include "views/run/run_compare.h"
 #include "views/run/whole_runs_view.h"
 #include "views/studio_window.h"
 
 #include <QChartView>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QImage>
 #include <QLineSeries>
 #include <QListWidget>
 #include <QProcess>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QTabWidget>
+#include <QTreeWidget>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -367,8 +373,68 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(view->listed(), (QList<qint64>{1, 2, 3}), 30000);
         QCOMPARE(view->compared(), (QList<qint64>{1, 2})); // the checked runs stay checked
         tabs->setCurrentWidget(view);
+        // View > Jobs shows the jobs panel, hidden at first.
+        auto* dock = w->findChild<QDockWidget*>(QStringLiteral("jobsDock"));
+        QVERIFY(dock && !dock->isVisible());
+        QCOMPARE(dock->toggleViewAction()->text(), QStringLiteral("Jobs"));
+        dock->toggleViewAction()->trigger();
+        QVERIFY(dock->isVisible());
         QTest::qWait(200);
         shot(w.get(), QStringLiteral("studio-whole-runs-live"));
+    }
+
+    void jobsPanelFollowsEveryJob() {
+        const fs::path file = copyLibrary("jobs.routepack");
+        PlanJobQueue queue;
+        JobsPanel panel(&queue);
+        panel.resize(1000, 300);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        RunPlanRequest run;
+        run.library = test::qpath(file);
+        run.trace = QStringLiteral("ds");
+        run.windows = QStringList{QStringLiteral("ds-001"), QStringLiteral("ds-000")};
+        run.topologyName = QStringLiteral("deepseek-v2-lite-ep8-dp4");
+        run.topology = known_topology("deepseek-v2-lite-ep8-dp4");
+        run.budgets.seed = 7;
+        run.budgets.workers = 1;
+        const quint64 a = queue.enqueueRun(run);
+        PlanJobRequest one;
+        one.library = run.library;
+        one.trace = run.trace;
+        one.window = QStringLiteral("ds-002");
+        one.topologyName = run.topologyName;
+        one.topology = run.topology;
+        one.budgets = run.budgets;
+        const quint64 b = queue.enqueue(one);
+        QCOMPARE(panel.jobs().size(), std::size_t{2});
+        QCOMPARE(panel.job(b)->state, QStringLiteral("queued"));
+        QCOMPARE(panel.lineText(b, 1), QStringLiteral("ds/ds-002"));
+        // The user picks the queued job (the newest, listed first) and presses Cancel job.
+        auto* list = panel.findChild<QTreeWidget*>(QStringLiteral("jobsList"));
+        auto* cancel = panel.findChild<QPushButton*>(QStringLiteral("jobsCancel"));
+        QVERIFY(list && cancel);
+        list->setFocus();
+        QTest::keyClick(list, Qt::Key_Home);
+        QCOMPARE(list->currentItem()->text(0), QString::number(b));
+        QVERIFY(cancel->isEnabled());
+        QTest::mouseClick(cancel, Qt::LeftButton);
+        QCOMPARE(panel.job(b)->state, QStringLiteral("removed"));
+        QCOMPARE(panel.lineText(b, 6), QStringLiteral("cancelled before it started"));
+        QTRY_COMPARE_WITH_TIMEOUT(panel.job(a)->state, QStringLiteral("finished"), 300000);
+        // The copy held runs 1..6 and whole runs 1, 2: the two windows are runs 7, 8 and whole run 3.
+        QCOMPARE(panel.lineText(a, 1), QStringLiteral("ds: 2 windows"));
+        QCOMPARE(panel.lineText(a, 3), QStringLiteral("100 %"));
+        QCOMPARE(panel.lineText(a, 6), QStringLiteral("2 of 2 windows, runs 7..8, whole run 3"));
+        QVERIFY(panel.job(a)->started.isValid() && panel.job(a)->ended >= panel.job(a)->started);
+        auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+        QCOMPARE(lib->whole_run(3).runs, (std::vector<std::int64_t>{7, 8}));
+        QCOMPARE(q(lib->run(7).window), QStringLiteral("ds-000"));
+        auto* clear = panel.findChild<QPushButton*>(QStringLiteral("jobsClear"));
+        QVERIFY(clear->isEnabled());
+        QTest::mouseClick(clear, Qt::LeftButton);
+        QVERIFY(panel.jobs().empty());
+        QCOMPARE(list->topLevelItemCount(), 0);
     }
 
     void headlessCompareRuns() {

@@ -3,6 +3,7 @@
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
+#include "views/jobs/jobs_panel.h"
 #include "views/library/library_pane.h"
 #include "views/library/sample_pane.h"
 #include "views/library/studio_data.h"
@@ -82,6 +83,7 @@ void StudioWindow::buildUi() {
     setupDock->setWidget(setup_);
     addDockWidget(Qt::LeftDockWidgetArea, setupDock);
     splitDockWidget(libraryDock, setupDock, Qt::Vertical);
+    addJobsDock(this, planning_->queue()); // View > Jobs
 
     // The centre splits the samples (left) from the plan views (right); the plan views take every
     // pixel the window gains (maximised, a wider screen), the samples keep theirs.

@@ -490,9 +490,17 @@ def test_import_run_stores_the_summary(exe, client, steps, tmp_path):
     shapes = [json.loads(open(t).read()) for t in topologies]
     chains = ", ".join(f"{n} (EP{t['ep_ranks']}/DP{t['dp_slots']})" for n, t in zip(("wide", "two-shards"), shapes))
     r = run_cli(exe, "info", "--db", db)
-    assert r.stdout.splitlines()[-1] == \
-        f"cluster run 1 'run': 4 steps x 2 chains: {chains}; 8 planned, 0 failed; from {out}"
-    listed = json.loads(run_cli(exe, "info", "--db", db, "--json").stdout)["cluster_runs"]
+    lines = r.stdout.splitlines()
+    assert lines[-3] == f"cluster run 1 'run': 4 steps x 2 chains: {chains}; 8 planned, 0 failed; from {out}"
+    # Each chain is a whole run of the library.
+    for k, name in enumerate(("wide", "two-shards")):
+        line = lines[-2 + k]
+        assert line.startswith(f"whole run {k + 1}: cluster of trace 'run' on {name} (EP"), line
+        assert line.endswith(f", chained from identity; cluster run 1, chain {k}"), line
+    info = json.loads(run_cli(exe, "info", "--db", db, "--json").stdout)
+    assert [(w["id"], w["source"], w["topology"], w["cluster_run"], w["cluster_chain"], w["steps"], w["runs"])
+            for w in info["whole_runs"]] == [(1, "cluster", "wide", 1, 0, 4, []), (2, "cluster", "two-shards", 1, 1, 4, [])]
+    listed = info["cluster_runs"]
     assert [(c["id"], c["steps"], [ch["name"] for ch in c["chains"]], c["planned"]) for c in listed] == \
         [(1, 4, ["wide", "two-shards"], 8)]
     # A bad field: refused with the file and the field, the library unchanged.

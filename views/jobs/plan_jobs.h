@@ -147,6 +147,8 @@ public:
     void setRunStopForTesting(std::function<bool(int finished)> stop) { runStop_ = std::move(stop); }
 
 Q_SIGNALS:
+    /// Job `job` was queued (before jobStarted, which follows at once when nothing runs).
+    void jobQueued(quint64 job, const QString& label);
     void jobStarted(quint64 job, const QString& label);
     /// Stage name of PlanEvent ("placement", "row count", "baselines", "seeding", "annealing",
     /// "polish", "validate", "communication", "done") and the overall fraction in [0, 1] in
@@ -198,6 +200,7 @@ private:
     quint64 queue(const QString& label, const QString& library, Work&& work, Deliver&& deliver) {
         const quint64 id = tracker_->nextId();
         jobs_[id] = {label, library};
+        Q_EMIT jobQueued(id, label);
         const quint64 started = tracker_->start<Result>(
             std::forward<Work>(work),
             [this, deliver = std::forward<Deliver>(deliver)](quint64 job, const std::shared_ptr<const Result>& r) {
