@@ -249,6 +249,8 @@ struct Removal {
     std::size_t plans = 0;    ///< stored plans (plan JSON) of those runs
     std::size_t samples = 0;  ///< samples with their counts and routes (delete_trace only)
     std::size_t measured = 0; ///< measured steps stored beside the windows (schema 6 on)
+    /// The deletion's item in the trash file it was given (Library::restore_deleted); 0 without one.
+    std::int64_t trash_item = 0;
 };
 
 /// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).
@@ -449,13 +451,23 @@ public:
     /// Deletes trace `trace` with its samples, source files, totals, windows and their saved runs
     /// and plans (and its model row when no other trace shares it). InputError "no trace named 'X'
     /// in <file>" when absent. Returns what was removed.
-    Removal delete_trace(const std::string& trace);
+    /// With `trash` (an SQLite file of the caller's, created when absent), every row the delete removes
+    /// is first copied there as one item (Removal::trash_item), in the same transaction, so that
+    /// restore_deleted can put it back; the studio keeps one trash file per open library.
+    Removal delete_trace(const std::string& trace, const std::filesystem::path& trash = {});
     /// Deletes one window with its saved runs and plans; the trace's samples stay. InputError "trace
     /// 'X' has no window named 'W' in <file>" (or the unknown-trace error) when absent.
-    Removal delete_window(const std::string& trace, const std::string& window);
+    Removal delete_window(const std::string& trace, const std::string& window, const std::filesystem::path& trash = {});
     /// Deletes one saved run with its results, annealing history and its plan (unless another run
     /// holds the same plan). InputError "no run N in <file>" when absent.
-    Removal delete_run(std::int64_t run_id);
+    Removal delete_run(std::int64_t run_id, const std::filesystem::path& trash = {});
+    /// Puts back item `item` of trash file `trash` (a delete_* given that file): every row with its
+    /// id, parents first, in one transaction, and removes the item from the trash. Returns what it
+    /// restored ("trace 'ds'", "window 'w' of trace 'ds'", "run 7"). InputError: "nothing to restore:
+    /// item N is not in <trash>", "cannot restore X: it was deleted from <file>, not <this file>",
+    /// "cannot restore X: the library changed since it was deleted (<SQLite's words>)" when a row's
+    /// id or name is taken meanwhile (nothing is restored then); LibraryReadOnly.
+    std::string restore_deleted(const std::filesystem::path& trash, std::int64_t item);
     /// Renames a trace. Every stored plan of its windows is rewritten so that its inputs.trace names
     /// the new name (the plan JSON otherwise byte-identical). InputError for an unknown trace, an
     /// empty or non-UTF-8 name, or "trace 'NEW' already exists in <file>"; same name: nothing changes.

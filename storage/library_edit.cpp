@@ -176,11 +176,13 @@ Removal Library::run_removal(std::int64_t run_id) const {
     return count_run(db_, path_, run_id);
 }
 
-Removal Library::delete_trace(const std::string& trace) {
+Removal Library::delete_trace(const std::string& trace, const std::filesystem::path& trash) {
     if (read_only_) throw LibraryReadOnly(path_);
+    const detail::TrashAttachment attached(db_, path_, trash);
     Transaction tx(db_, path_);
     const std::int64_t id = trace_id(db_, path_, trace);
-    const Removal r = count_trace(db_, path_, id, schema_version() >= 6);
+    Removal r = count_trace(db_, path_, id, schema_version() >= 6);
+    if (attached.attached()) r.trash_item = detail::trash_rows(db_, path_, "trace", id, "trace '" + shown(trace) + "'");
     Statement del(db_, path_, "DELETE FROM traces WHERE id = ?1");
     del.bind(1, id);
     del.run();
@@ -189,11 +191,16 @@ Removal Library::delete_trace(const std::string& trace) {
     return r;
 }
 
-Removal Library::delete_window(const std::string& trace, const std::string& window) {
+Removal Library::delete_window(const std::string& trace, const std::string& window,
+                               const std::filesystem::path& trash) {
     if (read_only_) throw LibraryReadOnly(path_);
+    const detail::TrashAttachment attached(db_, path_, trash);
     Transaction tx(db_, path_);
     const std::int64_t id = window_id(db_, path_, trace, window);
-    const Removal r = count_window(db_, path_, id, schema_version() >= 6);
+    Removal r = count_window(db_, path_, id, schema_version() >= 6);
+    if (attached.attached())
+        r.trash_item = detail::trash_rows(db_, path_, "window", id,
+                                          "window '" + shown(window) + "' of trace '" + shown(trace) + "'");
     Statement del(db_, path_, "DELETE FROM windows WHERE id = ?1");
     del.bind(1, id);
     del.run();
@@ -201,11 +208,14 @@ Removal Library::delete_window(const std::string& trace, const std::string& wind
     return r;
 }
 
-Removal Library::delete_run(std::int64_t run_id) {
+Removal Library::delete_run(std::int64_t run_id, const std::filesystem::path& trash) {
     if (read_only_) throw LibraryReadOnly(path_);
+    const detail::TrashAttachment attached(db_, path_, trash);
     Transaction tx(db_, path_);
     require_run(db_, path_, run_id);
-    const Removal r = count_run(db_, path_, run_id);
+    Removal r = count_run(db_, path_, run_id);
+    if (attached.attached())
+        r.trash_item = detail::trash_rows(db_, path_, "run", run_id, "run " + std::to_string(run_id));
     std::optional<std::int64_t> plan;
     {
         Statement st(db_, path_, "SELECT plan_id FROM runs WHERE id = ?1");

@@ -21,6 +21,26 @@ const char* length_rule_key(LengthRule r);
 /// Inverse of length_rule_key; false when `key` is unknown.
 bool parse_length_rule_key(const std::string& key, LengthRule& out);
 
+/// Attaches trash file `trash` as schema "trash" (creating its items table) for the object's life;
+/// nothing for an empty path. Outside any transaction (SQLite cannot attach inside one).
+class TrashAttachment {
+public:
+    TrashAttachment(sqlite3* db, const std::filesystem::path& file, const std::filesystem::path& trash);
+    ~TrashAttachment();
+    TrashAttachment(const TrashAttachment&) = delete;
+    TrashAttachment& operator=(const TrashAttachment&) = delete;
+    bool attached() const { return attached_; }
+
+private:
+    sqlite3* db_;
+    std::filesystem::path file_;
+    bool attached_ = false;
+};
+/// Copies the rows deleting `kind` ("trace", "window", "run") `entity` (its id) will remove into the
+/// attached trash as one item described by `what`, inside the caller's transaction; returns the item.
+std::int64_t trash_rows(sqlite3* db, const std::filesystem::path& file, const std::string& kind, std::int64_t entity,
+                        const std::string& what);
+
 /// The whole_runs.settings text of `s` (seed, budgets, start, chained).
 std::string whole_run_settings_json(const WholeRunSettings& s);
 /// Inserts whole run `spec` with steps `run_ids` into the caller's transaction (Library::save_whole_run's

@@ -9,6 +9,7 @@
 #include "tests/testutil.h"
 
 #include <QtTest>
+#include <algorithm>
 #include <sqlite3.h>
 
 using namespace routepack;
@@ -59,6 +60,45 @@ PlanResult plan_of(const Library& lib, const std::string& window, std::uint64_t 
     in.topology = known_topology("synthetic-demo-ep8-dp4");
     in.budgets = tiny_budgets(seed);
     return plan_window(in, {}, nullptr);
+}
+
+/// Every row of every table of `file` (BLOBs as their hex), sorted per table: equal dumps, equal contents.
+std::string dump_of(const fs::path& file) {
+    sqlite3* h = nullptr;
+    sqlite3_open_v2(file.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+    std::vector<std::string> tables;
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(h, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+    std::string out;
+    for (const std::string& t : tables) {
+        std::vector<std::string> rows;
+        sqlite3_prepare_v2(h, ("SELECT * FROM \"" + t + "\"").c_str(), -1, &st, nullptr);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            std::string row;
+            for (int c = 0; c < sqlite3_column_count(st); ++c) {
+                if (sqlite3_column_type(st, c) == SQLITE_BLOB) {
+                    const auto* b = static_cast<const unsigned char*>(sqlite3_column_blob(st, c));
+                    for (int i = 0; i < sqlite3_column_bytes(st, c); ++i)
+                        row += "0123456789abcdef"[b[i] >> 4], row += "0123456789abcdef"[b[i] & 15];
+                } else {
+                    const unsigned char* v = sqlite3_column_text(st, c);
+                    row += v ? reinterpret_cast<const char*>(v) : "NULL";
+                }
+                row += "|";
+            }
+            rows.push_back(row);
+        }
+        sqlite3_finalize(st);
+        std::sort(rows.begin(), rows.end());
+        out += "== " + t + " (" + std::to_string(rows.size()) + ")\n";
+        for (const std::string& r : rows)
+            out += r + "\n";
+    }
+    sqlite3_close(h);
+    return out;
 }
 
 bool same(const Removal& a, const Removal& b) {
@@ -137,6 +177,66 @@ private Q_SLOTS:
         lib.reset(); // the last connection checkpoints the -wal into the file
         v4_ = tmp / "v4.routepack";
         fs::copy_file(file_, v4_);
+    }
+
+    void deletesAreUndoneFromTheTrash() {
+        // A copy of the library of initTestCase, whose two runs of "w" form a whole run: each delete
+        // with a trash file, then restored, leaves every table as it was, row for row.
+        const fs::path file = file_.parent_path() / "undo.routepack";
+        const fs::path trash = file_.parent_path() / "undo.trash";
+        fs::copy_file(file_, file);
+        auto lib = Library::open(file);
+        WholeRunSpec spec;
+        spec.source = WholeRunSource::Studio;
+        QCOMPARE(lib->save_whole_run(spec, {runA_, runB_}), std::int64_t{1});
+        const std::string before = dump_of(file);
+        QVERIFY(before.find("== whole_run_steps (2)") != std::string::npos);
+
+        const Removal run = lib->delete_run(runA_, trash);
+        QCOMPARE(run.trash_item, std::int64_t{1});
+        QCOMPARE(lib->whole_run(1).runs, std::vector<std::int64_t>{runB_});
+        QCOMPARE(lib->restore_deleted(trash, run.trash_item), "run " + std::to_string(runA_));
+        QCOMPARE(dump_of(file), before);
+
+        const Removal window = lib->delete_window("syn", "w", trash);
+        QCOMPARE(window.trash_item, std::int64_t{2});
+        QCOMPARE(window.runs, std::size_t{2});
+        QCOMPARE(lib->whole_runs().size(), std::size_t{0}); // its last step went
+        QCOMPARE(lib->restore_deleted(trash, 2), std::string("window 'w' of trace 'syn'"));
+        QCOMPARE(dump_of(file), before);
+
+        const Removal trace = lib->delete_trace("syn", trash);
+        QCOMPARE(rows_of(file, "models"), std::int64_t{0});
+        QCOMPARE(rows_of(file, "samples"), std::int64_t{0});
+        QCOMPARE(lib->restore_deleted(trash, trace.trash_item), std::string("trace 'syn'"));
+        QCOMPARE(dump_of(file), before);
+
+        // An item goes back once; a trash item of another library is refused; a name taken meanwhile
+        // leaves the library as it is.
+        QCOMPARE(error_of<InputError>([&] { lib->restore_deleted(trash, trace.trash_item); }),
+                 "nothing to restore: item 3 is not in " + trash.string());
+        const fs::path other = file_.parent_path() / "undo-other.routepack";
+        fs::copy_file(file_, other);
+        const Removal gone = lib->delete_run(runB_, trash);
+        QCOMPARE(error_of<InputError>([&] { Library::open(other)->restore_deleted(trash, gone.trash_item); }),
+                 "cannot restore run " + std::to_string(runB_) + ": it was deleted from " +
+                     fs::absolute(file).lexically_normal().string() + ", not " + other.string());
+        QCOMPARE(lib->restore_deleted(trash, gone.trash_item), "run " + std::to_string(runB_));
+        const Removal half = lib->delete_window("syn", "half", trash);
+        std::vector<std::string> ids;
+        for (const auto& smp : lib->samples("syn"))
+            ids.push_back(smp.id);
+        lib->create_window("syn", "half", ids, "again");
+        const std::string taken = dump_of(file);
+        const std::string why = error_of<InputError>([&] { lib->restore_deleted(trash, half.trash_item); });
+        QVERIFY2(why.rfind("cannot restore window 'half' of trace 'syn': the library changed since it was deleted (",
+                           0) == 0,
+                 why.c_str());
+        QCOMPARE(dump_of(file), taken);
+        // A read-only library restores nothing.
+        auto ro = Library::open(file, OpenMode::ReadOnly);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { ro->restore_deleted(trash, half.trash_item); }),
+                 file.string() + ": library is read-only (cannot write)");
     }
 
     void previewsCountWhatGoes() {

@@ -306,9 +306,11 @@ private Q_SLOTS:
         menu = rowMenu(tree, model->runIndex(run));
         answerNextDialog(QMessageBox::No, &question);
         actionNamed(menu, QStringLiteral("Delete run…"))->trigger();
-        QCOMPARE(
-            question,
-            QStringLiteral("Delete run %1 of syn/step-0 (finished) with its plan? This cannot be undone.").arg(run));
+        QCOMPARE(question,
+                 QStringLiteral(
+                     "Delete run %1 of syn/step-0 (finished) with its plan? Edit > Undo delete brings it back while "
+                     "this library is open.")
+                     .arg(run));
         QVERIFY(model->runIndex(run).isValid());
         menu = rowMenu(tree, model->runIndex(run));
         answerNextDialog(QMessageBox::Yes, &question);
@@ -329,7 +331,7 @@ private Q_SLOTS:
         QCOMPARE(w.runPlanner(), quint64(0));
         QCOMPARE(w.statusText(), QStringLiteral("A deletion is running: wait for it before you plan."));
         QTRY_VERIFY_WITH_TIMEOUT(!ui::deletionJobs(w)->isActive(deleting.front()), 30000);
-        QVERIFY(!model->runIndex(run).isValid());
+        QVERIFY2(!model->runIndex(run).isValid(), qPrintable(w.statusText()));
         QVERIFY(model->runIndex(second).isValid());
         QVERIFY(!busy->isVisible());
         QCOMPARE(w.statusText(), QStringLiteral("Deleted run %1 of syn/step-0.").arg(run));
@@ -356,12 +358,46 @@ private Q_SLOTS:
         QCOMPARE(traceJob.size(), std::size_t(1));
         QVERIFY(deleted(traceJob.front()));
         QCOMPARE(question, QStringLiteral("Delete trace syn-b from edit.routepack with 1 window, 1 saved run, 8 "
-                                          "samples? This cannot be undone."));
+                                          "samples? Edit > Undo delete brings it back while this library is open."));
         QCOMPARE(w.statusText(), QStringLiteral("Deleted trace syn-b with 1 window, 1 saved run, 8 samples."));
         QCOMPARE(model->rowCount(), 0);
         QVERIFY(ui::planView(w)->plan() == nullptr);
         QVERIFY(storage::Library::open(file, storage::OpenMode::ReadOnly)->traces().empty());
         shot(&w, QStringLiteral("basics-after-delete"));
+
+        // Undo, newest first: Ctrl+Alt+Z brings the trace back with its window and run, then the
+        // window "half", then the run deleted first, each read back into the tree.
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        QAction* undo = w.findChild<QAction*>(QStringLiteral("undoDelete"));
+        QVERIFY(undo && undo->isEnabled());
+        QCOMPARE(ui::libraryPane(w)->deletedItems(),
+                 QStringList({QStringLiteral("run %1").arg(run), QStringLiteral("window half"),
+                              QStringLiteral("trace syn-b")}));
+        QCOMPARE(undo->text(), QStringLiteral("&Undo delete of trace syn-b"));
+        const auto undone = [&] {
+            QTest::keyClick(&w, Qt::Key_Z, Qt::ControlModifier | Qt::AltModifier);
+            const std::vector<quint64> job = ui::deletionJobs(w)->runningJobs();
+            return job.size() == 1 && deleted(job.front());
+        };
+        QVERIFY2(undone(), qPrintable(w.statusText()));
+        QCOMPARE(w.statusText(), QStringLiteral("Restored trace 'syn-b'."));
+        QTRY_VERIFY_WITH_TIMEOUT(model->traceIndex(QStringLiteral("syn-b")).isValid(), 30000);
+        QVERIFY(undone());
+        QCOMPARE(w.statusText(), QStringLiteral("Restored window 'half' of trace 'syn'."));
+        QVERIFY(undone());
+        QCOMPARE(w.statusText(), QStringLiteral("Restored run %1.").arg(run));
+        QTRY_VERIFY_WITH_TIMEOUT(model->runIndex(run).isValid(), 30000);
+        QVERIFY(!undo->isEnabled());
+        {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+            QCOMPARE(lib->runs("syn-b", "step-0").size(), std::size_t(2));
+            QCOMPARE(lib->windows("syn-b").size(), std::size_t(2));
+            QCOMPARE(parse_plan(lib->run_plan_json(run), "run").window_name, std::string("step-0"));
+        }
+        QCOMPARE(undo->text(), QStringLiteral("&Undo delete"));
+        QCOMPARE(ui::libraryPane(w)->undoDelete(), quint64(0));
+        QCOMPARE(w.statusText(), QStringLiteral("Nothing to undo: no deletion of this library is kept."));
     }
 
     void renameRunByF2AndMenu() {

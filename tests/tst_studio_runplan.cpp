@@ -792,8 +792,8 @@ private Q_SLOTS:
         QCOMPARE(lib->cluster_runs().size(), std::size_t(1));
         QCOMPARE(lib->cluster_run_steps(1).size(), std::size_t(5));
         QCOMPARE(test::read_file(dir / "shots" / "plan.json"), lib->run_plan_json(1) + "\n");
-        // The sweep (whole run 1) beside the cluster run's first chain (whole run 2), compared.
-        QCOMPARE(lib->whole_runs().size(), std::size_t(3));
+        // The sweep (whole run 1) beside the cluster run's chain (whole run 2), compared.
+        QCOMPARE(lib->whole_runs().size(), std::size_t(2));
         QCOMPARE(outputs[2].section(QLatin1Char('\n'), 0, 0),
                  QStringLiteral("routepack-studio: whole runs 1,2 compared in ") + q(dir / "compared"));
         QCOMPARE(test::read_file(dir / "compared" / "compare-runs.csv"),

@@ -96,6 +96,19 @@ bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutp
     }
 }
 
+namespace {
+
+/// Writes CSV text (CRLF-ended lines) as file `name` of folder `dir` and lists it in `out`; throws
+/// std::runtime_error with writeTextFile's words when it cannot.
+void writeCsvFile(const QString& dir, const QString& name, std::string csv, HeadlessOutput& out) {
+    csv.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
+    QString why;
+    if (!writeTextFile(QDir(dir).filePath(name), csv, &why)) throw std::runtime_error(why.toStdString());
+    out.files << name;
+}
+
+} // namespace
+
 bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64 clusterRun, HeadlessOutput* output,
                            QString* error) {
     try {
@@ -114,11 +127,7 @@ bool runHeadlessClusterRun(const QString& folder, const QString& library, qint64
         out.folder = abs;
         out.run = clusterRun;
         QString why;
-        std::string csv = view.tableCsv();
-        csv.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
-        if (!writeTextFile(QDir(abs).filePath(QStringLiteral("run.csv")), csv, &why))
-            throw std::runtime_error(why.toStdString());
-        out.files << QStringLiteral("run.csv");
+        writeCsvFile(abs, QStringLiteral("run.csv"), view.tableCsv(), out);
         QApplication::processEvents(); // lay the charts out once before grabbing them
         for (const QString& name : RunView::chartNames()) {
             if (name == QStringLiteral("run-frontier") ||
@@ -153,11 +162,7 @@ bool runHeadlessCompareRuns(const QString& folder, const QString& library, const
         HeadlessOutput out;
         out.folder = abs;
         QString why;
-        std::string csv = view.comparisonCsv();
-        csv.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
-        if (!writeTextFile(QDir(abs).filePath(QStringLiteral("compare-runs.csv")), csv, &why))
-            throw std::runtime_error(why.toStdString());
-        out.files << QStringLiteral("compare-runs.csv");
+        writeCsvFile(abs, QStringLiteral("compare-runs.csv"), view.comparisonCsv(), out);
         for (const CompareMetric m : kCompareMetrics) {
             if (std::none_of(c->runs.begin(), c->runs.end(), [m](const ComparedRun& r) { return compare_total(r, m); }))
                 continue; // bytes and seconds need a migration cost model
@@ -165,7 +170,7 @@ bool runHeadlessCompareRuns(const QString& folder, const QString& library, const
             for (int pass = 0; pass < 2; ++pass) // lay the charts out (and their text) before grabbing them
                 QApplication::processEvents();
             QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
-            for (const QString chart : {QStringLiteral("overlay"), QStringLiteral("difference")}) {
+            for (const QString& chart : {QStringLiteral("overlay"), QStringLiteral("difference")}) {
                 const QString name =
                     QStringLiteral("compare-%1-%2.png").arg(QLatin1String(compare_metric_key(m)), chart);
                 if (!view.exportChart(chart, QDir(abs).filePath(name), &why))

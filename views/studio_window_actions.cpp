@@ -70,6 +70,7 @@ void StudioWindow::buildActions() {
     connect(quit, &QAction::triggered, this, &QWidget::close);
 
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(library_->undoDeleteAction()); // Ctrl+Alt+Z: the last deletion of this library back
     QAction* loadSetup = edit->addAction(tr("&Load the shown run's setup"));
     loadSetup->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
     loadSetup->setToolTip(tr("Replace the Topology and budgets form with the shown run's topology and budgets "

@@ -21,6 +21,7 @@
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -114,6 +115,11 @@ LibraryPane::LibraryPane(const QString& settingsOrganization, const QString& set
         refresh();
         Q_EMIT status(tr("Library %1 read again.").arg(libraryPath()), false);
     });
+    undoDelete_ = new QAction(tr("&Undo delete"), this);
+    undoDelete_->setObjectName(QStringLiteral("undoDelete"));
+    undoDelete_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_Z));
+    connect(undoDelete_, &QAction::triggered, this, [this] { undoDelete(); });
+    updateUndo();
 }
 
 LibraryPane::~LibraryPane() {
@@ -128,6 +134,57 @@ std::unique_ptr<QSettings> LibraryPane::settings() const {
 void LibraryPane::setLibrary(storage::Library* lib) {
     lib_ = lib;
     watch_->setFile(libraryPath());
+    deleted_.clear();
+    trash_.reset();
+    if (lib_ && !lib_->read_only()) {
+        trash_ = std::make_unique<QTemporaryDir>();
+        if (!trash_->isValid()) trash_.reset(); // deletes then cannot be undone; they still work
+    }
+    updateUndo();
+}
+
+QStringList LibraryPane::deletedItems() const {
+    QStringList out;
+    for (const auto& d : deleted_)
+        out << d.second;
+    return out;
+}
+
+void LibraryPane::updateUndo() {
+    undoDelete_->setEnabled(!deleted_.empty());
+    undoDelete_->setText(deleted_.empty() ? tr("&Undo delete") : tr("&Undo delete of %1").arg(deleted_.back().second));
+}
+
+quint64 LibraryPane::undoDelete() {
+    if (deleted_.empty()) {
+        Q_EMIT status(tr("Nothing to undo: no deletion of this library is kept."), true);
+        return 0;
+    }
+    const auto [item, what] = deleted_.back();
+    if (!libraryEditable(tr("restore %1").arg(what))) return 0;
+    deleted_.pop_back();
+    updateUndo();
+    const QString file = libraryPath();
+    const std::filesystem::path trash = trash_->filePath(QStringLiteral("trash.sqlite")).toStdString();
+    Q_EMIT status(tr("Restoring %1…").arg(what), false);
+    Q_EMIT busyChanged(true);
+    return deletions_->start<std::string>(
+        [file, trash, item = item](JobContext&) {
+            return storage::Library::open(file.toStdString(), storage::OpenMode::ReadWrite)
+                ->restore_deleted(trash, item);
+        },
+        [this, file](quint64, const std::shared_ptr<const std::string>& restored) {
+            Q_EMIT busyChanged(false);
+            if (libraryPath() != file) return;
+            Q_EMIT edited({}, {});
+            Q_EMIT status(tr("Restored %1.").arg(QString::fromStdString(*restored)), false);
+        },
+        [this, file, what = what](quint64, const JobFailure& failure) {
+            Q_EMIT busyChanged(false);
+            if (libraryPath() != file) return;
+            Q_EMIT status(tr("Cannot restore %1: %2").arg(what, failure.text), true);
+            refresh();
+        });
 }
 
 QString LibraryPane::libraryPath() const {
@@ -297,19 +354,29 @@ bool LibraryPane::libraryEditable(const QString& what) {
     return !guard_ || guard_(what);
 }
 
-quint64 LibraryPane::startDeletion(const QString& what, std::function<storage::Removal(storage::Library&)> work,
-                                   std::function<void(const storage::Removal&)> done) {
+quint64
+LibraryPane::startDeletion(const QString& what,
+                           std::function<storage::Removal(storage::Library&, const std::filesystem::path& trash)> work,
+                           std::function<void(const storage::Removal&)> done) {
     const QString file = libraryPath();
+    const std::filesystem::path trash =
+        trash_ ? std::filesystem::path(trash_->filePath(QStringLiteral("trash.sqlite")).toStdString())
+               : std::filesystem::path();
     Q_EMIT status(tr("Deleting %1…").arg(what), false);
     Q_EMIT busyChanged(true); // a deletion reports no progress
     return deletions_->start<storage::Removal>(
-        [file, work = std::move(work)](JobContext&) {
+        [file, trash, work = std::move(work)](JobContext&) {
             const auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadWrite);
-            return work(*lib);
+            return work(*lib, trash);
         },
-        [this, file, done = std::move(done)](quint64, const std::shared_ptr<const storage::Removal>& removed) {
+        [this, file, what, done = std::move(done)](quint64, const std::shared_ptr<const storage::Removal>& removed) {
             Q_EMIT busyChanged(false);
-            if (libraryPath() == file) done(*removed);
+            if (libraryPath() != file) return;
+            if (removed->trash_item > 0) {
+                deleted_.emplace_back(removed->trash_item, what);
+                updateUndo();
+            }
+            done(*removed);
         },
         [this, file, what](quint64, const JobFailure& failure) {
             Q_EMIT busyChanged(false);
@@ -324,17 +391,19 @@ quint64 LibraryPane::deleteTrace(const QString& trace, bool confirm) {
     const std::string name = trace.toStdString();
     try {
         const storage::Removal r = lib_->trace_removal(name);
-        if (confirm && QMessageBox::question(this, tr("Delete trace"),
-                                             tr("Delete trace %1 from %2 with %3? This cannot be undone.")
-                                                 .arg(trace, QFileInfo(libraryPath()).fileName(), removalText(r))) !=
-                           QMessageBox::Yes)
+        if (confirm &&
+            QMessageBox::question(
+                this, tr("Delete trace"),
+                tr("Delete trace %1 from %2 with %3? Edit > Undo delete brings it back while this library is open.")
+                    .arg(trace, QFileInfo(libraryPath()).fileName(), removalText(r))) != QMessageBox::Yes)
             return 0;
     } catch (const std::exception& e) {
         Q_EMIT status(tr("Cannot delete trace %1: %2").arg(trace, guiErrorText(e)), true);
         return 0;
     }
     return startDeletion(
-        tr("trace %1").arg(trace), [name](storage::Library& lib) { return lib.delete_trace(name); },
+        tr("trace %1").arg(trace),
+        [name](storage::Library& lib, const std::filesystem::path& t) { return lib.delete_trace(name, t); },
         [this, trace](const storage::Removal& done) {
             Q_EMIT plansRemoved(trace, {}, 0);
             Q_EMIT edited({}, {});
@@ -350,7 +419,7 @@ quint64 LibraryPane::deleteWindow(const QString& trace, const QString& window, b
         r.windows = 0; // what goes besides the window
         if (confirm && QMessageBox::question(this, tr("Delete window"),
                                              tr("Delete window %1 of trace %2 with %3? The trace's samples stay. "
-                                                "This cannot be undone.")
+                                                "Edit > Undo delete brings it back while this library is open.")
                                                  .arg(window, trace, removalText(r))) != QMessageBox::Yes)
             return 0;
     } catch (const std::exception& e) {
@@ -358,7 +427,8 @@ quint64 LibraryPane::deleteWindow(const QString& trace, const QString& window, b
         return 0;
     }
     return startDeletion(
-        tr("window %1").arg(window), [t, w](storage::Library& lib) { return lib.delete_window(t, w); },
+        tr("window %1").arg(window),
+        [t, w](storage::Library& lib, const std::filesystem::path& bin) { return lib.delete_window(t, w, bin); },
         [this, trace, window](storage::Removal done) {
             done.windows = 0;
             Q_EMIT plansRemoved(trace, window, 0);
@@ -374,7 +444,8 @@ quint64 LibraryPane::deleteRun(qint64 runId, bool confirm) {
         run = lib_->run(runId);
         if (confirm &&
             QMessageBox::question(this, tr("Delete run"),
-                                  tr("Delete run %1 of %2/%3 (%4) with its plan? This cannot be undone.")
+                                  tr("Delete run %1 of %2/%3 (%4) with its plan? Edit > Undo delete brings it back "
+                                     "while this library is open.")
                                       .arg(runId)
                                       .arg(QString::fromStdString(run.trace), QString::fromStdString(run.window),
                                            QString::fromStdString(run.status))) != QMessageBox::Yes)
@@ -385,7 +456,8 @@ quint64 LibraryPane::deleteRun(qint64 runId, bool confirm) {
     }
     const QString trace = QString::fromStdString(run.trace), window = QString::fromStdString(run.window);
     return startDeletion(
-        tr("run %1").arg(runId), [runId](storage::Library& lib) { return lib.delete_run(runId); },
+        tr("run %1").arg(runId),
+        [runId](storage::Library& lib, const std::filesystem::path& t) { return lib.delete_run(runId, t); },
         [this, runId, trace, window](const storage::Removal&) {
             Q_EMIT plansRemoved(trace, window, runId);
             Q_EMIT edited(trace, window);

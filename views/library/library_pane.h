@@ -15,8 +15,11 @@
 
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 class QAction;
+class QTemporaryDir;
 class QLineEdit;
 class QMenu;
 class QSettings;
@@ -46,6 +49,17 @@ public:
     void setLibrary(storage::Library* lib);
     /// File > Reload library (F5): refresh() now, and says so in the status line.
     QAction* reloadAction() const { return reload_; }
+    /// Edit > Undo delete (Ctrl+Alt+Z): puts back the last deletion of this library (undoDelete);
+    /// disabled when there is none, its text naming what it restores ("Undo delete of run 7").
+    QAction* undoDeleteAction() const { return undoDelete_; }
+    /// What undoDelete would restore, newest last ("trace 'ds'", "run 7"); emptied when another
+    /// library is set (the trash, a temporary file, goes with the library).
+    QStringList deletedItems() const;
+    /// Restores the last deletion (storage::Library::restore_deleted from this library's trash) as a
+    /// background job like a deletion: then "Restored X." and the tree read again, or "Cannot
+    /// restore X: why" (the item is dropped). Returns the job's id, 0 when there is nothing to undo
+    /// or the library may not change now.
+    quint64 undoDelete();
     /// The set library's file ("" when none).
     QString libraryPath() const;
     /// True when `file` is the set library's file (the same canonical path).
@@ -164,8 +178,11 @@ private:
     /// Runs `work` on a worker with a library connection of its own (storage::OpenMode::ReadWrite on
     /// libraryPath()): then `done` with what was removed, or "Cannot delete <what>: <why>" and the
     /// tree read again. Nothing is delivered once another library is set. Returns the job id.
-    quint64 startDeletion(const QString& what, std::function<storage::Removal(storage::Library&)> work,
+    quint64 startDeletion(const QString& what,
+                          std::function<storage::Removal(storage::Library&, const std::filesystem::path& trash)> work,
                           std::function<void(const storage::Removal&)> done);
+    /// The undo action's text and state from deleted_.
+    void updateUndo();
 
     QString organization_, application_;
     storage::Library* lib_ = nullptr;
@@ -176,6 +193,12 @@ private:
     QMenu* recentMenu_ = nullptr;
     LibraryWatch* watch_ = nullptr;
     QAction* reload_ = nullptr;
+    QAction* undoDelete_ = nullptr;
+    /// This library's trash (storage::Library::delete_* copy there what they remove), created with
+    /// the library set, removed with it.
+    std::unique_ptr<QTemporaryDir> trash_;
+    /// Deletions that can be undone: the trash item and what it holds, oldest first.
+    std::vector<std::pair<std::int64_t, QString>> deleted_;
     JobTracker* deletions_ = nullptr; ///< one deletion at a time, each on its own library connection
     JobTracker* demoBuild_ = nullptr; ///< building the demo library
 };

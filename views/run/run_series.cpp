@@ -112,6 +112,21 @@ RunSeries cluster_chain_series(const storage::ClusterRunEntry& run, const std::v
     return s;
 }
 
+/// `out` filled by `fill` (which may throw): a cancel (SeriesCancelled) or an error empties its
+/// series and says why in RunSeriesSet::error.
+template <class Fill> RunSeriesSet read_series(RunSeriesSet out, Fill&& fill) {
+    try {
+        fill(out);
+    } catch (const SeriesCancelled&) {
+        out.series.clear();
+        out.error = "cancelled";
+    } catch (const std::exception& e) {
+        out.series.clear();
+        out.error = guiErrorText(e).toStdString();
+    }
+    return out;
+}
+
 /// The steps of a sweep's or studio run's whole run: its saved runs in order (those with a plan).
 /// Throws SeriesCancelled.
 RunSeries saved_runs_series(const storage::Library& lib, const storage::WholeRunEntry& w,
@@ -152,9 +167,9 @@ bool has_migration_costs(const RunSeries& series) {
 
 RunSeriesSet compute_whole_run_series(const storage::Library& lib, std::int64_t whole_run,
                                       const std::atomic<bool>* cancel) {
-    RunSeriesSet out;
-    out.whole_run = whole_run;
-    try {
+    RunSeriesSet init;
+    init.whole_run = whole_run;
+    return read_series(std::move(init), [&](RunSeriesSet& out) {
         const storage::WholeRunEntry w = lib.whole_run(whole_run);
         out.trace = w.trace;
         out.windows = w.steps;
@@ -171,21 +186,14 @@ RunSeriesSet compute_whole_run_series(const storage::Library& lib, std::int64_t 
         }
         out.windows_with_runs = s.steps.size();
         if (!s.steps.empty()) out.series.push_back(std::move(s));
-    } catch (const SeriesCancelled&) {
-        out.series.clear();
-        out.error = "cancelled";
-    } catch (const std::exception& e) {
-        out.series.clear();
-        out.error = guiErrorText(e).toStdString();
-    }
-    return out;
+    });
 }
 
 RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_t cluster_run,
                                         const std::atomic<bool>* cancel) {
-    RunSeriesSet out;
-    out.cluster_run = cluster_run;
-    try {
+    RunSeriesSet init;
+    init.cluster_run = cluster_run;
+    return read_series(std::move(init), [&](RunSeriesSet& out) {
         const storage::ClusterRunEntry run = lib.cluster_run(cluster_run);
         const std::vector<storage::ClusterRunStep> steps = lib.cluster_run_steps(cluster_run);
         out.trace = run.trace;
@@ -197,14 +205,7 @@ RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_
             if (!s.steps.empty()) out.series.push_back(std::move(s));
         }
         out.windows_with_runs = static_cast<std::size_t>(std::count(any.begin(), any.end(), true));
-    } catch (const SeriesCancelled&) {
-        out.series.clear();
-        out.error = "cancelled";
-    } catch (const std::exception& e) {
-        out.series.clear();
-        out.error = guiErrorText(e).toStdString();
-    }
-    return out;
+    });
 }
 
 StepFrontier compute_step_frontier(const storage::Library& lib, const std::string& trace, const RunSeries& series,
