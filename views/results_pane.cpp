@@ -38,6 +38,8 @@ ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWi
     addTab(compare_, tr("Compare runs"));
     addTab(run_, tr("Run"));
     addTab(wholeRuns_, tr("Whole runs"));
+    // The whole runs follow the library: a sweep, an import or a run planned here adds one.
+    connect(library_, &LibraryPane::refreshed, wholeRuns_, &WholeRunsView::reload);
     // Queued: the slot rebuilds the menu whose action sent the signal.
     connect(compare_, &CompareView::runToggled, this, &ResultsPane::toggleCompared, Qt::QueuedConnection);
     // Shown while a cluster run's step is shown without its counts (PlanningController::openClusterStep).
@@ -280,7 +282,7 @@ int ResultsPane::compareSavedRuns() {
 
 void ResultsPane::updateRunView() {
     const QString file = library_->libraryPath();
-    wholeRuns_->setLibrary(file); // the list read again: a sweep or an import may have added whole runs
+    wholeRuns_->setLibrary(file);
     if (file.isEmpty()) {
         run_->setSource({}, {});
         return;

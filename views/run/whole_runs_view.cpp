@@ -158,11 +158,11 @@ WholeRunsView::~WholeRunsView() {
 }
 
 void WholeRunsView::setLibrary(const QString& library) {
-    if (library != library_) {
-        order_.clear();
-        data_.reset();
-        error_.clear();
-    }
+    if (library == library_ && listRead_) return; // reload() follows the library's changes
+    listRead_ = false;
+    order_.clear();
+    data_.reset();
+    error_.clear();
     library_ = library;
     reload();
 }
@@ -189,6 +189,7 @@ void WholeRunsView::startList() {
         [file](JobContext&) { return storage::Library::open(file, storage::OpenMode::ReadOnly)->whole_runs(); },
         [this](quint64, const std::shared_ptr<const List>& runs) {
             listLoading_ = false;
+            listRead_ = true;
             const QSignalBlocker block(list_);
             list_->clear();
             QList<qint64> still;

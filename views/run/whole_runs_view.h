@@ -33,10 +33,11 @@ public:
     /// Stops the workers (their results are dropped).
     ~WholeRunsView() override;
 
-    /// Lists the whole runs of library file `library` ("" for none); `listUpdated` follows. The runs
-    /// checked stay checked when they are still there.
+    /// Lists the whole runs of library file `library` ("" for none); `listUpdated` follows. Nothing
+    /// is read again when it is the library listed already (reload does that).
     void setLibrary(const QString& library);
-    /// Reads the list again (a run was saved or imported).
+    /// Reads the list again (a run was saved or imported); the runs checked stay checked when they
+    /// are still there.
     void reload();
     /// The whole runs listed, by id.
     QList<qint64> listed() const;
@@ -86,7 +87,8 @@ private:
     JobTracker* compareTracker_ = nullptr;
     QString library_;
     bool listLoading_ = false, compareLoading_ = false;
-    QList<qint64> order_; ///< checked runs, in the order checked
+    bool listRead_ = false; ///< the list of library_ was read once
+    QList<qint64> order_;   ///< checked runs, in the order checked
     std::shared_ptr<const RunComparison> data_;
     QString error_;
     CompareMetric metric_ = CompareMetric::MaxU;
