@@ -380,6 +380,11 @@ private Q_SLOTS:
         dock->toggleViewAction()->trigger();
         QVERIFY(dock->isVisible());
         QTest::qWait(200);
+        // Shown, it is short: the charts above keep at least their minimum height.
+        QVERIFY2(dock->height() <= 260, qPrintable(QString::number(dock->height())));
+        auto* difference = view->findChild<QChartView*>(QStringLiteral("compareDifference"));
+        QVERIFY2(difference->height() >= difference->minimumHeight(),
+                 qPrintable(QString::number(difference->height())));
         shot(w.get(), QStringLiteral("studio-whole-runs-live"));
     }
 

@@ -111,6 +111,10 @@ JobsPanel::JobsPanel(PlanJobQueue* queue, QWidget* parent) : QWidget(parent), qu
     updateButtons();
 }
 
+QSize JobsPanel::sizeHint() const {
+    return {720, 8 * fontMetrics().height() + 40};
+}
+
 const JobRecord* JobsPanel::job(quint64 id) const {
     for (const JobRecord& r : jobs_)
         if (r.id == id) return &r;

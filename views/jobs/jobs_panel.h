@@ -4,6 +4,7 @@
 // run, the whole run, the error), as Nsight Systems and hotspot keep their jobs. It listens to the
 // PlanJobQueue's signals only; Cancel asks the queue (PlanJobQueue::cancel).
 #include <QDateTime>
+#include <QSize>
 #include <QString>
 #include <QWidget>
 
@@ -40,6 +41,9 @@ class JobsPanel : public QWidget {
 public:
     /// Follows `queue` (not owned; it outlives the panel).
     explicit JobsPanel(PlanJobQueue* queue, QWidget* parent = nullptr);
+
+    /// A short panel: about six lines of jobs, so that showing it leaves the views their room.
+    QSize sizeHint() const override;
 
     /// Every job seen, oldest first.
     const std::vector<JobRecord>& jobs() const { return jobs_; }

@@ -401,6 +401,7 @@ void WholeRunsView::fillDifference() {
     y->setTitleText(tr("difference"));
     const double pad = hi > lo ? 0.05 * (hi - lo) : 1;
     y->setRange(lo - pad, hi + pad);
+    y->setTickCount(3); // the chart is short: three labels stay whole where five would be elided
     y->applyNiceNumbers();
     y->setLabelFormat(axisFormat(metric_));
     chart->addAxis(x, Qt::AlignBottom);
