@@ -6,6 +6,7 @@
 // rendering. Screenshots into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
 #include "core/model/topology.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/sweep_table.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/studio_testaccess.h"
@@ -276,6 +277,11 @@ private Q_SLOTS:
         QCOMPARE(q(compare_whole_runs(*lib, {1, 2, 1}).error), QStringLiteral("whole run 1 is named twice"));
         QCOMPARE(q(compare_whole_runs(*lib, {1, 7}).error), q("no whole run 7 in " + lib_.string()));
         QVERIFY(compare_whole_runs(*lib, {1, 7}).runs.empty());
+        // The CSV's text fields (RFC 4180, the writer sweep.csv uses too).
+        QCOMPARE(csv_field("ds-001"), std::string("ds-001"));
+        QCOMPARE(csv_field("a,b"), std::string("\"a,b\""));
+        QCOMPARE(csv_field("say \"hi\""), std::string("\"say \"\"hi\"\"\""));
+        QCOMPARE(csv_field("a\r\nb"), std::string("\"a\r\nb\""));
         // Labels name what differs: here the seed and the move budget.
         storage::WholeRunEntry a = lib->whole_run(1), b = lib->whole_run(2);
         b.settings.seed = 8;

@@ -68,15 +68,16 @@ void sweep_link(std::vector<SweepLine>& lines, const std::vector<const Placement
     }
 }
 
+std::string csv_field(const std::string& v) {
+    if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+    std::string out = "\"";
+    for (char ch : v)
+        out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+}
+
 std::string sweep_csv(const std::vector<SweepLine>& lines) {
-    // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
-    auto field = [](const std::string& v) {
-        if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-        std::string out = "\"";
-        for (char ch : v)
-            out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return out + "\"";
-    };
+    const auto field = csv_field;
     auto count = [](std::int64_t v) { return v >= 0 ? std::to_string(v) : std::string(); };
     auto copies = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
     auto cost = [](const std::optional<double>& v) { return v ? num("%.17g", *v) : std::string(); };

@@ -71,4 +71,8 @@ void sweep_link(std::vector<SweepLine>& lines, const std::vector<const Placement
 /// the migration columns (empty without an expert size); costs as %.17g.
 std::string sweep_csv(const std::vector<SweepLine>& lines);
 
+/// One CSV field (RFC 4180): `v` as it is, or quoted with its quotes doubled when it holds a comma,
+/// a quote, CR or LF ("a,b" -> "\"a,b\"", "say \"hi\"" -> "\"say \"\"hi\"\"\"").
+std::string csv_field(const std::string& v);
+
 } // namespace routepack

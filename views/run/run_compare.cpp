@@ -2,6 +2,7 @@
 
 #include "core/model/trace.h"
 #include "core/plan/budgets.h"
+#include "core/plan/sweep_table.h"
 #include "views/widgets/gui_text.h"
 
 #include <algorithm>
@@ -212,15 +213,6 @@ std::string cell(const std::optional<double>& v, CompareMetric m) {
     return buf;
 }
 
-/// RFC 4180 quoting where the text needs it.
-std::string quoted(const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (const char ch : s)
-        q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-}
-
 } // namespace
 
 std::string comparison_csv(const RunComparison& c) {
@@ -236,7 +228,7 @@ std::string comparison_csv(const RunComparison& c) {
     out += "\r\n";
     for (std::size_t k = 0; k < c.windows.size(); ++k) {
         const std::string& w = c.windows[k];
-        out += std::to_string(k) + "," + quoted(w);
+        out += std::to_string(k) + "," + csv_field(w);
         for (const ComparedRun& r : c.runs)
             for (const CompareMetric m : kCompareMetrics)
                 out += "," + cell(compare_value(r, w, m), m);
