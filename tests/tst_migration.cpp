@@ -116,6 +116,7 @@ private Q_SLOTS:
     void frontierIsBestOfSmallerBudgets();
     void budgetsAreMonotone();
     void sequencerExtendsTrajectories();
+    void prunedScanEqualsEveryPair();
     void historyFoldsDecayedLoads();
     void historyChoosesTheMoves();
     void historyChainEqualsStepByStep();
@@ -746,6 +747,69 @@ void TestMigration::sequencerExtendsTrajectories() {
         }
     }
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sequence_placement(move_sequence(g, prev, nullptr, 4), 1000, prev));
+}
+
+void TestMigration::prunedScanEqualsEveryPair() {
+    // The trajectories' pruned scan (rank pairs bounded, best bound first) takes the same swaps as the
+    // scan of every expert pair: budgeted_placement and the move sequences are identical on random
+    // loads of 1 to 8 groups, 2 to 8 EP ranks, 8 to 32 experts, previous placements shuffled (experts
+    // leave and come home, so every added-move class occurs), loads of 0..3 tokens (ties everywhere)
+    // and of 0..10^6.
+    std::mt19937_64 rng(20261206);
+    int cases = 0, moved_cases = 0;
+    std::int64_t moves_seen = 0;
+    for (const int P : {2, 4, 8})
+        for (const int E : {8, 16, 32})
+            for (const int groups : {1, 3, 8})
+                for (const std::uint64_t top : {std::uint64_t{3}, std::uint64_t{1000000}}) {
+                    if (E < P) continue;
+                    const int L = 3;
+                    GroupLoads g{L, E, groups, std::vector<std::int64_t>(static_cast<std::size_t>(L) * groups * E)};
+                    std::uniform_int_distribution<std::uint64_t> load(0, top);
+                    for (std::int64_t& x : g.w)
+                        x = static_cast<std::int64_t>(load(rng));
+                    Placement prev = identity_placement(L, E, P);
+                    for (int l = 0; l < L; ++l)
+                        std::shuffle(prev.slot.begin() + l * E, prev.slot.begin() + (l + 1) * E, rng);
+                    std::vector<std::uint64_t> totals(static_cast<std::size_t>(L) * E, 0);
+                    for (int l = 0; l < L; ++l)
+                        for (int k = 0; k < groups; ++k)
+                            for (int e = 0; e < E; ++e)
+                                totals[static_cast<std::size_t>(l * E + e)] +=
+                                    static_cast<std::uint64_t>(g.w[static_cast<std::size_t>((l * groups + k) * E + e)]);
+                    const Placement lpt = lpt_placement(totals, L, E, P);
+                    for (const bool chains : {true, false})
+                        for (const std::int64_t budget : {std::int64_t{-1}, std::int64_t{3}, std::int64_t{E / 2}}) {
+                            MoveRequest rq;
+                            rq.previous = &prev;
+                            rq.target = budget == 3 ? nullptr : &lpt;
+                            rq.max_moves = budget;
+                            rq.relocation_chains = chains;
+                            const MovePlan pruned = budgeted_placement(g, rq);
+                            rq.exhaustive_scan = true;
+                            const MovePlan every = budgeted_placement(g, rq);
+                            QCOMPARE(pruned.placement.slot, every.placement.slot);
+                            QCOMPARE(pruned.layer_moves, every.layer_moves);
+                            QCOMPARE(pruned.peak_after, every.peak_after);
+                            ++cases;
+                            const std::int64_t m = moved_experts(pruned.placement, prev);
+                            moved_cases += m > 0 ? 1 : 0;
+                            moves_seen += m;
+                        }
+                    MoveSequencer a(g, prev, &lpt), b(g, prev, &lpt, true);
+                    for (const std::int64_t m : {2, -1}) {
+                        const std::vector<MoveStep> x = a.sequence(m), y = b.sequence(m);
+                        QCOMPARE(x.size(), y.size());
+                        for (std::size_t k = 0; k < x.size(); ++k) {
+                            QCOMPARE(x[k].layer, y[k].layer);
+                            QCOMPARE(x[k].moves, y[k].moves);
+                            QCOMPARE(x[k].rank, y[k].rank);
+                        }
+                    }
+                }
+    QCOMPARE(cases, 3 * 3 * 3 * 2 * 2 * 3);
+    QVERIFY2(moved_cases > cases * 3 / 4, qPrintable(QString::number(moved_cases)));
+    QVERIFY(moves_seen > 1000);
 }
 
 void TestMigration::historyFoldsDecayedLoads() {

@@ -430,7 +430,7 @@ void climb_ladder(Search& x) {
     std::vector<MoveStep> sequence;
     const int rounds_kept = pc.rounds_kept; // the final pass's rounds; the ladder's are its own
     for (const std::int64_t point : lad.points) {
-        if (x.cancelled() || x.st.time_limit_hit) break;
+        if (x.cancelled() || x.st.time_limit_hit || lad.budget == 0) break; // nothing to pick within 0 moves
         rq.trajectory_moves = ladder_trajectory_moves(point, L);
         sequence = lad.sequencer->sequence(rq.trajectory_moves);
         ladder_pick(x, sequence, std::min(point, lad.budget));

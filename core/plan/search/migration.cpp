@@ -17,6 +17,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace routepack {
 
@@ -168,41 +169,169 @@ LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const s
 /// Largest search for a relocation chain, in (expert on a busiest rank, expert, expert, group) tuples.
 constexpr std::int64_t kChainSearchLimit = std::int64_t{1} << 25;
 
+/// The experts on each EP rank (ascending) and, per rank, how many of them have each home rank:
+/// what the pruned scans bound a rank pair or triple with.
+struct RankMembers {
+    int P = 0;
+    std::vector<std::vector<int>> on; ///< [P] experts on each rank, ascending
+    std::vector<int> home_count;      ///< [P][P] experts on rank a whose home is rank h
+
+    void build(const std::vector<int>& rank, const std::vector<int>& home, int ranks) {
+        P = ranks;
+        on.resize(idx(P));
+        for (std::vector<int>& m : on)
+            m.clear();
+        home_count.assign(idx(P) * P, 0);
+        for (std::size_t e = 0; e < rank.size(); ++e) {
+            on[idx(rank[e])].push_back(static_cast<int>(e));
+            ++home_count[idx(rank[e]) * P + home[e]];
+        }
+    }
+    /// The fewest moved experts one expert on rank a adds by going to rank b: -1 (it goes home), 0
+    /// (it is away from home and stays away) or +1 (it leaves home).
+    int least_added(int a, int b) const {
+        if (home_count[idx(a) * P + b] > 0) return -1;
+        const int elsewhere = static_cast<int>(on[idx(a)].size()) - home_count[idx(a) * P + a];
+        return elsewhere > 0 ? 0 : 1;
+    }
+};
+
+/// The least a group can hold after a load-preserving exchange among k ranks whose loads sum to s:
+/// ceil(s / k).
+std::int64_t even_share(std::int64_t s, int k) {
+    return s >= 0 ? (s + k - 1) / k : s / k;
+}
+
+/// The chain a relocation takes: e1 (on a busiest rank a) to b, e2 (on b) to c, e3 (on c) to a; the
+/// most gain per added move; e1 = -1 when no chain lowers the measure.
+struct ChainPick {
+    double value = 0;
+    int e1 = -1, e2 = -1, e3 = -1, dc = 0;
+
+    /// Take (e1, e2, e3) when it is worth more, or as much and earlier in the order e1, e2, e3.
+    void offer(double v, int x1, int x2, int x3, int x_dc) {
+        if (v > value || (v == value && e1 >= 0 && std::tie(x1, x2, x3) < std::tie(e1, e2, e3)))
+            value = v, e1 = x1, e2 = x2, e3 = x3, dc = x_dc;
+    }
+};
+
+/// Moved experts a chain adds (e1 a -> b, e2 b -> c, e3 c -> a; homes h1, h2, h3).
+int chain_added_moves(int a, int b, int c, int h1, int h2, int h3) {
+    return (b != h1) - (a != h1) + (c != h2) - (b != h2) + (a != h3) - (c != h3);
+}
+
+/// The chain from every tuple (e1 on a busiest rank, e2, e3 on two other ranks).
+ChainPick chain_all(const LayerState& st, const std::vector<int>& rank, const std::vector<int>& home) {
+    const int E = st.E;
+    ChainPick best;
+    for (int e1 = 0; e1 < E; ++e1) {
+        const int a = rank[idx(e1)];
+        if (!st.peak[idx(a)]) continue;
+        for (int e2 = 0; e2 < E; ++e2) {
+            const int b = rank[idx(e2)];
+            if (b == a) continue;
+            for (int e3 = 0; e3 < E; ++e3) {
+                const int c = rank[idx(e3)];
+                if (c == a || c == b) continue;
+                const std::int64_t d = st.delta_cycle(e1, e2, e3, a, b, c);
+                if (d >= 0) continue;
+                const int dc = chain_added_moves(a, b, c, home[idx(e1)], home[idx(e2)], home[idx(e3)]);
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best.value) best = ChainPick{value, e1, e2, e3, dc};
+            }
+        }
+    }
+    return best;
+}
+
+/// The same chain as chain_all, from the rank triples (a, b, c) whose bound can still beat the best
+/// so far: per group the three ranks keep at least max(others, ceil((W[a] + W[b] + W[c]) / 3)), and
+/// the chain adds at least the least each of its experts can (RankMembers::least_added). Triples in
+/// descending bound; the first below the best so far ends the scan.
+ChainPick chain_pruned(const LayerState& st, const std::vector<int>& rank, const std::vector<int>& home,
+                       RankMembers& rm) {
+    const int P = st.P, G = st.groups;
+    rm.build(rank, home, P);
+    struct TripleBound {
+        double value = 0;
+        int a = 0, b = 0, c = 0;
+    };
+    std::vector<TripleBound> bounds;
+    std::vector<std::int64_t> others(idx(G)), load_b(idx(G));
+    for (int a = 0; a < P; ++a) {
+        if (!st.peak[idx(a)] || rm.on[idx(a)].empty()) continue;
+        for (int b = 0; b < P; ++b) {
+            if (b == a || rm.on[idx(b)].empty()) continue;
+            for (int c = 0; c < P; ++c) {
+                if (c == a || c == b || rm.on[idx(c)].empty()) continue;
+                std::int64_t floor_sum = 0;
+                for (int g = 0; g < G; ++g) {
+                    const std::span<const std::int64_t> w = st.W.row(g);
+                    floor_sum += std::max(max_except(st.top[idx(g)], a, b, c), even_share(w[a] + w[b] + w[c], 3));
+                }
+                const std::int64_t gain = st.F - floor_sum;
+                if (gain <= 0) continue;
+                const int dc = rm.least_added(a, b) + rm.least_added(b, c) + rm.least_added(c, a);
+                bounds.push_back(
+                    TripleBound{static_cast<double>(gain) / std::max(0.25, static_cast<double>(dc)), a, b, c});
+            }
+        }
+    }
+    std::sort(bounds.begin(), bounds.end(), [](const TripleBound& x, const TripleBound& y) {
+        if (x.value != y.value) return x.value > y.value;
+        return std::tie(x.a, x.b, x.c) < std::tie(y.a, y.b, y.c);
+    });
+    ChainPick best;
+    for (const TripleBound& tb : bounds) {
+        if (tb.value < best.value) break;
+        const int least_c = rm.least_added(tb.c, tb.a);
+        for (int g = 0; g < G; ++g) {
+            others[idx(g)] = max_except(st.top[idx(g)], tb.a, tb.b, tb.c);
+            load_b[idx(g)] = st.W(g, tb.b);
+        }
+        for (const int e1 : rm.on[idx(tb.a)])
+            for (const int e2 : rm.on[idx(tb.b)]) {
+                // With e1 and e2 chosen rank b's load is final: each group keeps at least
+                // max(others, W[b] - x[e2] + x[e1]), and e3 adds at least least_c moves.
+                std::int64_t floor_sum = 0;
+                for (int g = 0; g < G; ++g) {
+                    const std::int64_t* x = st.we + idx(g) * st.E;
+                    floor_sum += std::max(others[idx(g)], load_b[idx(g)] - x[e2] + x[e1]);
+                }
+                const std::int64_t gain = st.F - floor_sum;
+                if (gain <= 0) continue;
+                const int dc12 = (tb.b != home[idx(e1)]) - (tb.a != home[idx(e1)]) + (tb.c != home[idx(e2)]) -
+                                 (tb.b != home[idx(e2)]);
+                if (static_cast<double>(gain) / std::max(0.25, static_cast<double>(dc12 + least_c)) < best.value)
+                    continue;
+                for (const int e3 : rm.on[idx(tb.c)]) {
+                    const std::int64_t d = st.delta_cycle(e1, e2, e3, tb.a, tb.b, tb.c);
+                    if (d >= 0) continue;
+                    const int dc = chain_added_moves(tb.a, tb.b, tb.c, home[idx(e1)], home[idx(e2)], home[idx(e3)]);
+                    best.offer(static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc)), e1, e2, e3, dc);
+                }
+            }
+    }
+    return best;
+}
+
 /// The relocation chain that lowers the layer's measure when no swap does: e1 leaves a busiest rank a
 /// for rank b, e2 leaves b for c, e3 leaves c for a (three ranks, each keeping its expert count), the
 /// most gain per added move (ties: lower e1, e2, e3). Applied to `st` and `rank` and recorded in `t`
 /// as the two swaps (e1, e2), (e2, e3) with one option after both; false when no chain lowers it or
-/// the search would exceed kChainSearchLimit tuples.
+/// the search would exceed kChainSearchLimit tuples. `rm` is scratch for the pruned scan
+/// (chain_pruned; chain_all with `exhaustive`).
 bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<int>& home, Trajectory& t,
-                      std::int64_t& moved) {
+                      std::int64_t& moved, bool exhaustive, RankMembers& rm) {
     const int E = st.E;
-    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
     std::int64_t on_peaks = 0;
     for (int e = 0; e < E; ++e)
-        on_peaks += st.peak[idx(at(rank, e))] ? 1 : 0;
+        on_peaks += st.peak[idx(rank[idx(e)])] ? 1 : 0;
     if (on_peaks * E * E * st.groups > kChainSearchLimit) return false;
-    double best = 0;
-    int b1 = -1, b2 = -1, b3 = -1, bdc = 0;
-    for (int e1 = 0; e1 < E; ++e1) {
-        const int a = at(rank, e1);
-        if (!st.peak[idx(a)]) continue;
-        for (int e2 = 0; e2 < E; ++e2) {
-            const int b = at(rank, e2);
-            if (b == a) continue;
-            for (int e3 = 0; e3 < E; ++e3) {
-                const int c = at(rank, e3);
-                if (c == a || c == b) continue;
-                const std::int64_t d = st.delta_cycle(e1, e2, e3, a, b, c);
-                if (d >= 0) continue;
-                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (c != at(home, e2)) - (b != at(home, e2)) +
-                               (a != at(home, e3)) - (c != at(home, e3));
-                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
-                if (value > best) best = value, b1 = e1, b2 = e2, b3 = e3, bdc = dc;
-            }
-        }
-    }
-    if (b1 < 0) return false;
-    const int a = at(rank, b1), b = at(rank, b2), c = at(rank, b3);
+    const ChainPick pick = exhaustive ? chain_all(st, rank, home) : chain_pruned(st, rank, home, rm);
+    if (pick.e1 < 0) return false;
+    const int b1 = pick.e1, b2 = pick.e2, b3 = pick.e3;
+    const int a = rank[idx(b1)], b = rank[idx(b2)], c = rank[idx(b3)];
     for (int g = 0; g < st.groups; ++g) {
         const std::span<std::int64_t> w = st.W.row(g);
         const std::int64_t* x = st.we + idx(g) * E;
@@ -214,11 +343,30 @@ bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<
     rank[idx(b1)] = b;
     rank[idx(b2)] = c;
     rank[idx(b3)] = a;
-    moved += bdc;
+    moved += pick.dc;
     t.swaps.emplace_back(b1, b2);
     t.swaps.emplace_back(b2, b3);
     t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
     return true;
+}
+
+/// The swap a trajectory step takes: the most gain per added move, value = gain / max(0.25, dc)
+/// with dc the moved experts it adds; e1 = -1 when no swap lowers the layer's measure.
+struct SwapPick {
+    double value = 0;
+    int e1 = -1, e2 = -1, dc = 0;
+
+    /// Take (e1 < e2) when it is worth more, or as much with a lower (e1, e2): the first of the
+    /// best in the order e1, then e2.
+    void offer(double v, int x1, int x2, int x_dc) {
+        if (v > value || (v == value && e1 >= 0 && (x1 < e1 || (x1 == e1 && x2 < e2))))
+            value = v, e1 = x1, e2 = x2, dc = x_dc;
+    }
+};
+
+/// Moved experts a swap adds: e1 from rank a to b and e2 from b to a, against their homes h1, h2.
+int swap_added_moves(int a, int b, int h1, int h2) {
+    return (b != h1) - (a != h1) + (a != h2) - (b != h2);
 }
 
 /// The greedy swaps of one layer (budgeted_placement), resumable: extend(m) continues the trajectory
@@ -231,44 +379,99 @@ struct TrajectoryRun {
     std::int64_t moved = 0;
     int step = 0;
     bool done = false, chains = true;
+    bool exhaustive = false; ///< scan every expert pair (the reference the pruned scan equals)
 
-    TrajectoryRun(const std::int64_t* we, int groups, const std::vector<int>& h, int P, bool with_chains)
-        : home(h), rank(h), st(layer_state(we, groups, static_cast<int>(h.size()), P, h, true)), chains(with_chains) {
+    TrajectoryRun(const std::int64_t* we, int groups, const std::vector<int>& h, int P, bool with_chains,
+                  bool exhaustive_scan = false)
+        : home(h), rank(h), st(layer_state(we, groups, static_cast<int>(h.size()), P, h, true)), chains(with_chains),
+          exhaustive(exhaustive_scan) {
         t.options.push_back(LayerOption{0, st.F, 0});
         done = P <= 1;
     }
 
-    void extend(std::int64_t max_moves) {
+    /// The step's swap from every pair of experts on different ranks, one of them a busiest rank.
+    SwapPick scan_all() const {
         const int E = st.E;
-        const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
-        for (; !done && step < 2 * E + 4 && (max_moves < 0 || moved < max_moves); ++step) {
-            double best = 0;
-            int b1 = -1, b2 = -1, bdc = 0;
-            for (int e1 = 0; e1 < E; ++e1) {
-                for (int e2 = e1 + 1; e2 < E; ++e2) {
-                    const int a = at(rank, e1), b = at(rank, e2);
-                    if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
+        SwapPick best;
+        for (int e1 = 0; e1 < E; ++e1) {
+            for (int e2 = e1 + 1; e2 < E; ++e2) {
+                const int a = rank[idx(e1)], b = rank[idx(e2)];
+                if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
+                const std::int64_t d = st.swap_delta(e1, e2, a, b);
+                if (d >= 0) continue;
+                const int dc = swap_added_moves(a, b, home[idx(e1)], home[idx(e2)]);
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best.value) best = SwapPick{value, e1, e2, dc};
+            }
+        }
+        return best;
+    }
+
+    /// The same swap as scan_all, from the rank pairs whose bound can still beat the best so far.
+    /// A swap between ranks a and b leaves each group at least max(others, ceil((W[a] + W[b]) / 2)),
+    /// so its gain is at most F minus their sum; its added moves are at least the least any expert
+    /// of a and any of b can add (an expert adds -1 going home, 0 going elsewhere, +1 leaving home).
+    /// Rank pairs in descending bound; a pair whose bound is below the best so far, and every one
+    /// after it, is skipped.
+    SwapPick scan_pruned() {
+        const int P = st.P, G = st.groups;
+        rm.build(rank, home, P);
+        bounds.clear();
+        for (int a = 0; a < P; ++a)
+            for (int b = a + 1; b < P; ++b) {
+                if (!st.peak[idx(a)] && !st.peak[idx(b)]) continue;
+                if (rm.on[idx(a)].empty() || rm.on[idx(b)].empty()) continue;
+                const std::int64_t* m = st.others.data() + (idx(a) * P + b) * G;
+                const std::int64_t* wa = st.Wt.data() + idx(a) * G;
+                const std::int64_t* wb = st.Wt.data() + idx(b) * G;
+                std::int64_t floor_sum = 0;
+                for (int g = 0; g < G; ++g) {
+                    const std::int64_t s = wa[g] + wb[g];
+                    floor_sum += std::max(m[g], even_share(s, 2));
+                }
+                const std::int64_t gain = st.F - floor_sum;
+                if (gain <= 0) continue;
+                const int dc = rm.least_added(a, b) + rm.least_added(b, a);
+                bounds.push_back(PairBound{static_cast<double>(gain) / std::max(0.25, static_cast<double>(dc)), a, b});
+            }
+        std::sort(bounds.begin(), bounds.end(), [](const PairBound& x, const PairBound& y) {
+            if (x.value != y.value) return x.value > y.value;
+            return x.a != y.a ? x.a < y.a : x.b < y.b;
+        });
+        SwapPick best;
+        for (const PairBound& pb : bounds) {
+            if (pb.value < best.value) break;
+            for (const int x : rm.on[idx(pb.a)])
+                for (const int y : rm.on[idx(pb.b)]) {
+                    const int e1 = std::min(x, y), e2 = std::max(x, y);
+                    const int a = rank[idx(e1)], b = rank[idx(e2)];
                     const std::int64_t d = st.swap_delta(e1, e2, a, b);
                     if (d >= 0) continue;
-                    const int dc =
-                        (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
-                    const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
-                    if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
+                    const int dc = swap_added_moves(a, b, home[idx(e1)], home[idx(e2)]);
+                    best.offer(static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc)), e1, e2, dc);
                 }
-            }
-            if (b1 < 0) {
-                if (!chains || !relocation_chain(st, rank, home, t, moved)) {
+        }
+        return best;
+    }
+
+    void extend(std::int64_t max_moves) {
+        const int E = st.E;
+        for (; !done && step < 2 * E + 4 && (max_moves < 0 || moved < max_moves); ++step) {
+            const SwapPick pick = exhaustive ? scan_all() : scan_pruned();
+            if (pick.e1 < 0) {
+                if (!chains || !relocation_chain(st, rank, home, t, moved, exhaustive, rm)) {
                     done = true;
                     break;
                 }
                 ++step; // a chain is two swaps
                 continue;
             }
-            const int a = at(rank, b1), b = at(rank, b2);
+            const int b1 = pick.e1, b2 = pick.e2;
+            const int a = rank[idx(b1)], b = rank[idx(b2)];
             st.apply(b1, b2, a, b);
             rank[idx(b1)] = b;
             rank[idx(b2)] = a;
-            moved += bdc;
+            moved += pick.dc;
             t.swaps.emplace_back(b1, b2);
             t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
         }
@@ -283,6 +486,15 @@ struct TrajectoryRun {
         }
         return out;
     }
+
+private:
+    /// A rank pair's bound on the value of any swap between them (scan_pruned).
+    struct PairBound {
+        double value = 0;
+        int a = 0, b = 0;
+    };
+    RankMembers rm;
+    std::vector<PairBound> bounds;
 };
 
 /// The options no other option beats: ascending moves, strictly descending peak (ties: fewer
@@ -436,18 +648,19 @@ LayerChoices choices_of(std::vector<TrajectoryRun>& runs, const GroupLoads& load
     return c;
 }
 
-std::vector<TrajectoryRun> trajectory_runs(const GroupLoads& loads, const Placement& prev, bool chains) {
+std::vector<TrajectoryRun> trajectory_runs(const GroupLoads& loads, const Placement& prev, bool chains,
+                                           bool exhaustive_scan) {
     std::vector<TrajectoryRun> runs;
     runs.reserve(idx(prev.layers));
     for (int l = 0; l < prev.layers; ++l)
         runs.emplace_back(loads.w.data() + idx(l) * loads.groups * prev.experts, loads.groups, previous_ranks(prev, l),
-                          prev.ep_ranks, chains);
+                          prev.ep_ranks, chains, exhaustive_scan);
     return runs;
 }
 
 LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target,
-                           std::int64_t max_moves, bool chains) {
-    std::vector<TrajectoryRun> runs = trajectory_runs(loads, prev, chains);
+                           std::int64_t max_moves, bool chains, bool exhaustive_scan) {
+    std::vector<TrajectoryRun> runs = trajectory_runs(loads, prev, chains, exhaustive_scan);
     return choices_of(runs, loads, prev, target, max_moves);
 }
 
@@ -537,7 +750,7 @@ struct MoveSequencer::State {
     std::vector<TrajectoryRun> runs;
 };
 
-MoveSequencer::MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target)
+MoveSequencer::MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target, bool exhaustive_scan)
     : state_(std::make_unique<State>()) {
     check_loads(loads, previous, "move_sequence");
     physical_to_logical(previous);
@@ -546,7 +759,7 @@ MoveSequencer::MoveSequencer(GroupLoads loads, const Placement& previous, const 
     st.previous = previous;
     if (target) st.target = relabel_to_previous(*target, previous);
     st.has_target = target != nullptr;
-    st.runs = trajectory_runs(st.loads, st.previous, true);
+    st.runs = trajectory_runs(st.loads, st.previous, true, exhaustive_scan);
 }
 
 MoveSequencer::~MoveSequencer() = default;
@@ -670,7 +883,7 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
     const Placement* target = rq.target ? &relabeled : nullptr;
     std::int64_t stop_at = rq.cost ? -1 : rq.max_moves;
     if (rq.trajectory_moves >= 0) stop_at = stop_at < 0 ? rq.trajectory_moves : std::min(stop_at, rq.trajectory_moves);
-    const LayerChoices ch = layer_choices(loads, prev, target, stop_at, rq.relocation_chains);
+    const LayerChoices ch = layer_choices(loads, prev, target, stop_at, rq.relocation_chains, rq.exhaustive_scan);
     const std::vector<Segment> segments = sorted_segments(ch);
     std::vector<int> at(idx(L), 0); // chosen stair point per layer
     std::vector<char> closed(idx(L), 0);

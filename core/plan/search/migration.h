@@ -90,6 +90,9 @@ struct MoveRequest {
     /// Relocation chains where no swap helps (off: each layer's trajectory ends there, far sooner on
     /// many row-shards, where a chain search costs O(E^3 x groups)).
     bool relocation_chains = true;
+    /// Each trajectory step scans every expert pair instead of only the rank pairs whose bound can
+    /// still win: the same swaps, slower; the reference for tests and benchmarks.
+    bool exhaustive_scan = false;
     const MigrationCost* cost = nullptr; ///< with a cost: take moves only while they pay in modelled seconds
     /// Tokens of a layer's measure (sum over groups of the busiest-rank loads) per unit of max_g U:
     /// C x G (a window's tokens spread over the G EDP shards; an estimate used only to weigh moves
@@ -122,8 +125,9 @@ struct MovePlan {
 /// step overhead (step_overhead_seconds of the materialization seconds, migration_figures: with
 /// planning overlapped, moves whose seconds stay under plan_seconds cost nothing). max_moves 0 returns
 /// previous. Cost per layer and swap
-/// O(E^2 x groups), per relocation chain O(E^3 x groups) at most (its first expert on a busiest rank;
-/// no chain is searched past 2^25 such tuples).
+/// O(E^2 x groups) at most (only the rank pairs whose bound on a swap's gain per move can still beat
+/// the best so far are scanned; each step also bounds all P^2 / 2 rank pairs in O(groups)), per relocation chain O(E^3
+/// x groups) at most (its first expert on a busiest rank; no chain is searched past 2^25 such tuples).
 /// std::invalid_argument on shapes that disagree or a missing previous.
 MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
 
@@ -150,7 +154,8 @@ std::vector<MoveStep> move_sequence(const GroupLoads& loads, const Placement& pr
 /// move_sequence(loads, previous, target, m) for any order of calls. Errors as move_sequence.
 class MoveSequencer {
 public:
-    MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target);
+    /// `exhaustive_scan`: MoveRequest::exhaustive_scan.
+    MoveSequencer(GroupLoads loads, const Placement& previous, const Placement* target, bool exhaustive_scan = false);
     ~MoveSequencer();
     MoveSequencer(const MoveSequencer&) = delete;
     MoveSequencer& operator=(const MoveSequencer&) = delete;
