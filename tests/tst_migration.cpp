@@ -117,6 +117,7 @@ private Q_SLOTS:
     void budgetsAreMonotone();
     void sequencerExtendsTrajectories();
     void prunedScanEqualsEveryPair();
+    void trajectoryCacheEqualsFreshCalls();
     void historyFoldsDecayedLoads();
     void historyChoosesTheMoves();
     void historyChainEqualsStepByStep();
@@ -810,6 +811,60 @@ void TestMigration::prunedScanEqualsEveryPair() {
     QCOMPARE(cases, 3 * 3 * 3 * 2 * 2 * 3);
     QVERIFY2(moved_cases > cases * 3 / 4, qPrintable(QString::number(moved_cases)));
     QVERIFY(moves_seen > 1000);
+}
+
+void TestMigration::trajectoryCacheEqualsFreshCalls() {
+    // budgeted_placement with a TrajectoryCache returns what a fresh call returns, whether the call
+    // extends the kept trajectories (same loads, previous, target, chains) or starts again (any of
+    // them changed), in an order of budgets and trajectory lengths that grows, shrinks and grows.
+    std::mt19937_64 rng(7);
+    const int L = 4, E = 16, P = 4, groups = 2;
+    auto random_loads = [&] {
+        GroupLoads g{L, E, groups, std::vector<std::int64_t>(static_cast<std::size_t>(L) * groups * E)};
+        std::uniform_int_distribution<std::int64_t> load(0, 50);
+        for (std::int64_t& x : g.w)
+            x = load(rng);
+        return g;
+    };
+    const GroupLoads g1 = random_loads(), g2 = random_loads();
+    Placement prev = identity_placement(L, E, P);
+    for (int l = 0; l < L; ++l)
+        std::shuffle(prev.slot.begin() + l * E, prev.slot.begin() + (l + 1) * E, rng);
+    const Placement lpt = lpt_placement(std::vector<std::uint64_t>(static_cast<std::size_t>(L) * E, 1), L, E, P);
+    struct Call {
+        const GroupLoads* loads;
+        const Placement* target;
+        std::int64_t max_moves, trajectory_moves;
+        bool chains, reuses;
+    };
+    const std::vector<Call> calls = {
+        {&g1, &lpt, 4, 4, false, false},   {&g1, &lpt, 12, 8, false, true},    {&g1, &lpt, 2, 2, false, true},
+        {&g1, &lpt, -1, -1, false, true},  {&g2, &lpt, 6, 4, false, false},    {&g2, nullptr, 6, 4, false, false},
+        {&g2, nullptr, 6, 4, true, false}, {&g2, nullptr, 20, -1, true, true}, {&g1, nullptr, 20, -1, true, false},
+    };
+    TrajectoryCache cache;
+    std::int64_t reused = 0, moved = 0;
+    for (const Call& c : calls) {
+        MoveRequest rq;
+        rq.previous = &prev;
+        rq.target = c.target;
+        rq.max_moves = c.max_moves;
+        rq.trajectory_moves = c.trajectory_moves;
+        rq.relocation_chains = c.chains;
+        const MovePlan fresh = budgeted_placement(*c.loads, rq);
+        const MovePlan kept = budgeted_placement(*c.loads, rq, cache);
+        QCOMPARE(kept.placement.slot, fresh.placement.slot);
+        QCOMPARE(kept.layer_moves, fresh.layer_moves);
+        QCOMPARE(kept.peak_before, fresh.peak_before);
+        QCOMPARE(kept.peak_after, fresh.peak_after);
+        reused += c.reuses ? 1 : 0;
+        QCOMPARE(cache.reused(), reused);
+        moved += moved_experts(fresh.placement, prev);
+    }
+    QCOMPARE(cache.calls(), static_cast<std::int64_t>(calls.size()));
+    QVERIFY(moved > 20);
+    MoveRequest none;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, budgeted_placement(g1, none, cache));
 }
 
 void TestMigration::historyFoldsDecayedLoads() {

@@ -124,6 +124,9 @@ struct PlacementContext {
     /// from previous again for the layout's row-shards (budgeted_placement).
     const MoveRequest* moves = nullptr;
     const MoveLadder* ladder = nullptr; ///< with a budget and no cost model: climb_ladder after the final pass
+    /// The refinements' move trajectories, extended while a round's row-shard loads repeat the last
+    /// round's (budgeted_placement with a TrajectoryCache: the same moves, sooner).
+    TrajectoryCache* trajectories = nullptr;
 };
 
 /// The modelled step time of a placement and score with a cost model (seconds_per_U x max_g U plus the
@@ -298,7 +301,8 @@ bool refine_round(Search& x, double& seconds) {
         candidates.push_back(refine_placement(w, pc.placement, row_shard, RS, kRefinePasses, x.s.stop, &lim));
         const GroupLoads gl =
             row_shard_group_loads(w.counts, w.size(), w.model.num_moe_layers(), w.model.experts, row_shard, RS);
-        const MovePlan mp = budgeted_placement(gl, *pc.moves);
+        const MovePlan mp =
+            pc.trajectories ? budgeted_placement(gl, *pc.moves, *pc.trajectories) : budgeted_placement(gl, *pc.moves);
         const RefineMoveLimit own = limit_of(mp.placement, true);
         candidates.push_back(refine_placement(w, mp.placement, row_shard, RS, kRefinePasses, x.s.stop, &own));
         candidates.back().swaps = std::max<std::int64_t>(1, candidates.back().swaps);
@@ -898,6 +902,8 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     pc.topology = &run.in.topology;
     pc.placement = ms ? ms->placement : r.placement.lpt;
     pc.moves = ms ? &ms->request : nullptr;
+    TrajectoryCache trajectories;
+    pc.trajectories = &trajectories;
     pc.ladder = ms && ms->ladder ? &*ms->ladder : nullptr;
     SearchSettings ss;
     ss.problem = &p_start;

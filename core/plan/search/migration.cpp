@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace routepack {
 
@@ -258,6 +259,7 @@ ChainPick chain_pruned(const LayerState& st, const std::vector<int>& rank, const
     };
     std::vector<TripleBound> bounds;
     std::vector<std::int64_t> others(idx(G)), load_b(idx(G));
+    std::vector<std::pair<std::int64_t, int>> sorted_c; // rank c's experts (load with one group, expert)
     for (int a = 0; a < P; ++a) {
         if (!st.peak[idx(a)] || rm.on[idx(a)].empty()) continue;
         for (int b = 0; b < P; ++b) {
@@ -289,6 +291,10 @@ ChainPick chain_pruned(const LayerState& st, const std::vector<int>& rank, const
             others[idx(g)] = max_except(st.top[idx(g)], tb.a, tb.b, tb.c);
             load_b[idx(g)] = st.W(g, tb.b);
         }
+        sorted_c.clear();
+        for (const int e3 : rm.on[idx(tb.c)])
+            sorted_c.emplace_back(G == 1 ? st.we[e3] : 0, e3);
+        if (G == 1) std::sort(sorted_c.begin(), sorted_c.end());
         for (const int e1 : rm.on[idx(tb.a)])
             for (const int e2 : rm.on[idx(tb.b)]) {
                 // With e1 and e2 chosen rank b's load is final: each group keeps at least
@@ -304,7 +310,18 @@ ChainPick chain_pruned(const LayerState& st, const std::vector<int>& rank, const
                                  (tb.b != home[idx(e2)]);
                 if (static_cast<double>(gain) / std::max(0.25, static_cast<double>(dc12 + least_c)) < best.value)
                     continue;
-                for (const int e3 : rm.on[idx(tb.c)]) {
+                // One group: the chain lowers the measure exactly when rank a's new load W[a] - x[e1] +
+                // x[e3] and rank c's W[c] - x[e3] + x[e2] both stay under F, an open interval of
+                // x[e3]; c's experts sorted by load give it by binary search.
+                auto first = sorted_c.cbegin(), last = sorted_c.cend();
+                if (G == 1) {
+                    const std::int64_t* x = st.we;
+                    const std::int64_t above = x[e2] + st.W(0, tb.c) - st.F, below = x[e1] + st.F - st.W(0, tb.a);
+                    first = std::upper_bound(sorted_c.cbegin(), sorted_c.cend(), std::pair{above, st.E});
+                    last = std::lower_bound(first, sorted_c.cend(), std::pair{below, -1});
+                }
+                for (auto it = first; it != last; ++it) {
+                    const int e3 = it->second;
                     const std::int64_t d = st.delta_cycle(e1, e2, e3, tb.a, tb.b, tb.c);
                     if (d >= 0) continue;
                     const int dc = chain_added_moves(tb.a, tb.b, tb.c, home[idx(e1)], home[idx(e2)], home[idx(e3)]);
@@ -869,21 +886,32 @@ GroupLoads row_shard_group_loads(std::span<const std::uint32_t> counts, std::siz
     return g;
 }
 
-MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
+namespace {
+
+/// budgeted_placement's shape checks; the previous placement's permutation check.
+void check_request(const GroupLoads& loads, const MoveRequest& rq) {
     if (!rq.previous) throw std::invalid_argument("budgeted_placement: no previous placement");
     const Placement& prev = *rq.previous;
-    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks;
+    const int L = prev.layers, E = prev.experts;
     if (loads.layers != L || loads.experts != E || loads.groups < 1 ||
         loads.w.size() != static_cast<std::size_t>(L) * loads.groups * E)
         throw std::invalid_argument("budgeted_placement: the loads are not " + std::to_string(L) + " MoE layers x " +
                                     std::to_string(E) + " experts");
     physical_to_logical(prev);
-    Placement relabeled;
-    if (rq.target) relabeled = relabel_to_previous(*rq.target, prev);
-    const Placement* target = rq.target ? &relabeled : nullptr;
+}
+
+/// Where a request's trajectories stop: its budget (none with a cost), capped by trajectory_moves.
+std::int64_t trajectory_stop(const MoveRequest& rq) {
     std::int64_t stop_at = rq.cost ? -1 : rq.max_moves;
     if (rq.trajectory_moves >= 0) stop_at = stop_at < 0 ? rq.trajectory_moves : std::min(stop_at, rq.trajectory_moves);
-    const LayerChoices ch = layer_choices(loads, prev, target, stop_at, rq.relocation_chains, rq.exhaustive_scan);
+    return stop_at;
+}
+
+/// budgeted_placement from the layers' choices: the hull's segments taken while the budget (and the
+/// cost model) allows, the chosen points as a placement from previous.
+MovePlan take_segments(const LayerChoices& ch, const MoveRequest& rq, const Placement* target) {
+    const Placement& prev = *rq.previous;
+    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks;
     const std::vector<Segment> segments = sorted_segments(ch);
     std::vector<int> at(idx(L), 0); // chosen stair point per layer
     std::vector<char> closed(idx(L), 0);
@@ -941,6 +969,64 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
     }
     out.placement = keep_previous_slots(out.placement, prev);
     return out;
+}
+
+} // namespace
+
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
+    check_request(loads, rq);
+    Placement relabeled;
+    if (rq.target) relabeled = relabel_to_previous(*rq.target, *rq.previous);
+    const Placement* target = rq.target ? &relabeled : nullptr;
+    const LayerChoices ch =
+        layer_choices(loads, *rq.previous, target, trajectory_stop(rq), rq.relocation_chains, rq.exhaustive_scan);
+    return take_segments(ch, rq, target);
+}
+
+struct TrajectoryCache::State {
+    GroupLoads loads;
+    Placement previous, target, relabeled;
+    bool has_target = false, chains = true, exhaustive = false, valid = false;
+    std::vector<TrajectoryRun> runs;
+    std::int64_t reused = 0, calls = 0;
+};
+
+TrajectoryCache::TrajectoryCache() : state_(std::make_unique<State>()) {}
+TrajectoryCache::~TrajectoryCache() = default;
+std::int64_t TrajectoryCache::reused() const {
+    return state_->reused;
+}
+std::int64_t TrajectoryCache::calls() const {
+    return state_->calls;
+}
+
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq, TrajectoryCache& cache) {
+    check_request(loads, rq);
+    TrajectoryCache::State& st = *cache.state_;
+    ++st.calls;
+    const bool same = st.valid && st.chains == rq.relocation_chains && st.exhaustive == rq.exhaustive_scan &&
+                      st.has_target == (rq.target != nullptr) && (!rq.target || st.target == *rq.target) &&
+                      st.previous == *rq.previous && st.loads.layers == loads.layers &&
+                      st.loads.experts == loads.experts && st.loads.groups == loads.groups && st.loads.w == loads.w;
+    if (same) {
+        ++st.reused;
+    } else {
+        st.valid = false;
+        st.loads = loads;
+        st.previous = *rq.previous;
+        st.has_target = rq.target != nullptr;
+        if (rq.target) {
+            st.target = *rq.target;
+            st.relabeled = relabel_to_previous(*rq.target, *rq.previous);
+        }
+        st.chains = rq.relocation_chains;
+        st.exhaustive = rq.exhaustive_scan;
+        st.runs = trajectory_runs(st.loads, st.previous, st.chains, st.exhaustive);
+        st.valid = true;
+    }
+    const Placement* target = st.has_target ? &st.relabeled : nullptr;
+    const LayerChoices ch = choices_of(st.runs, st.loads, st.previous, target, trajectory_stop(rq));
+    return take_segments(ch, rq, target);
 }
 
 MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& rq) {

@@ -131,6 +131,31 @@ struct MovePlan {
 /// std::invalid_argument on shapes that disagree or a missing previous.
 MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
 
+/// The layers' trajectories of one budgeted_placement call, kept for the next: a call with the same
+/// loads, previous placement, target, relocation_chains and exhaustive_scan extends them (the greedy
+/// steps do not depend on where a run stops) instead of starting again, any other call starts
+/// afresh and keeps its own. The result is always the one budgeted_placement(loads, request) gives;
+/// a ladder of calls on unchanged loads costs about one trajectory of the longest.
+class TrajectoryCache {
+public:
+    TrajectoryCache();
+    ~TrajectoryCache();
+    TrajectoryCache(const TrajectoryCache&) = delete;
+    TrajectoryCache& operator=(const TrajectoryCache&) = delete;
+    /// Calls that reused the kept trajectories, and calls in all.
+    std::int64_t reused() const;
+    std::int64_t calls() const;
+
+private:
+    friend MovePlan budgeted_placement(const GroupLoads&, const MoveRequest&, TrajectoryCache&);
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+/// budgeted_placement(loads, request), extending the trajectories `cache` kept from the previous
+/// call when it was on the same inputs (TrajectoryCache). Same result and errors.
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request, TrajectoryCache& cache);
+
 /// One state of a move sequence (move_sequence): layer `layer` changed to `rank`, the moves over
 /// all layers counted from the previous placement once it is taken.
 struct MoveStep {
