@@ -177,6 +177,7 @@ private Q_SLOTS:
     void lptIndependentOfWorkers();
     void refineHand();
     void refineRandomInvariants();
+    void refineEqualsPlainFirstImprovement();
     void refineErrors();
     void lptMatchesLinearScan();
     void aggregateLoadsRandomBlocks();
@@ -501,6 +502,80 @@ void TestPlacement::refineRandomInvariants() {
         QCOMPARE(stopped.evaluations, std::int64_t{0});
         QCOMPARE(stopped.peak_sum_after, one.peak_sum_before);
     }
+}
+
+void TestPlacement::refineEqualsPlainFirstImprovement() {
+    // refine_placement against the plain first-improvement search written here: per layer and pass,
+    // expert pairs (e1 < e2) on different ranks in order, a swap kept when a full recount of the peak
+    // sum drops, within the move allowance against a previous placement when one is given. The same
+    // placements and swap counts on random windows (fixed seeds) of 1 to 6 row-shards, loads of 0..2
+    // tokens (ties everywhere) and 0..1000, with and without a move limit.
+    Rng rng(20261207);
+    std::int64_t swaps_seen = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+        const int L = 1 + static_cast<int>(rng.below(2)), P = trial % 3 == 0 ? 2 : trial % 3 == 1 ? 4 : 8;
+        const int E = P * (1 + static_cast<int>(rng.below(3)));
+        const int n = 2 + static_cast<int>(rng.below(12)), RS = 1 + static_cast<int>(rng.below(6));
+        const std::uint64_t top = trial % 2 ? 3 : 1001;
+        std::vector<std::vector<std::uint32_t>> counts(static_cast<std::size_t>(n));
+        for (auto& c : counts)
+            for (int k = 0; k < L * E; ++k)
+                c.push_back(static_cast<std::uint32_t>(rng.below(top)));
+        const Trace t = trace_of(L, E, counts);
+        std::vector<int> rs(static_cast<std::size_t>(n));
+        for (auto& r : rs)
+            r = static_cast<int>(rng.below(static_cast<std::uint64_t>(RS)));
+        Placement start = identity_placement(L, E, P);
+        for (int l = 0; l < L; ++l)
+            for (int e = E - 1; e > 0; --e)
+                std::swap(start.slot[static_cast<std::size_t>(l * E + e)],
+                          start.slot[static_cast<std::size_t>(
+                              l * E + static_cast<int>(rng.below(static_cast<std::uint64_t>(e + 1))))]);
+        const bool limited = trial % 4 >= 2;
+        const Placement previous = identity_placement(L, E, P);
+        RefineMoveLimit limit{&previous, std::vector<std::int64_t>(static_cast<std::size_t>(L), -1)};
+        for (auto& a : limit.allowance)
+            a = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(E)));
+        const PlacementRefinement got = refine_placement(t, start, rs, RS, 8, StopToken(), limited ? &limit : nullptr);
+        Placement want = start;
+        std::int64_t swaps = 0;
+        for (int l = 0; l < L; ++l) {
+            const auto at = [&](int e) { return static_cast<std::size_t>(l * E + e); };
+            std::int64_t moved = 0;
+            for (int e = 0; e < E; ++e)
+                moved += want.rank_of(l, e) != previous.rank_of(l, e) ? 1 : 0;
+            std::int64_t f = peak_sum_of(t, want, rs, RS);
+            for (int pass = 0; pass < 8; ++pass) {
+                bool kept = false;
+                for (int e1 = 0; e1 < E; ++e1)
+                    for (int e2 = e1 + 1; e2 < E; ++e2) {
+                        const int a = want.rank_of(l, e1), b = want.rank_of(l, e2);
+                        if (a == b) continue;
+                        const int h1 = previous.rank_of(l, e1), h2 = previous.rank_of(l, e2);
+                        const int dc = (b != h1) - (a != h1) + (a != h2) - (b != h2);
+                        if (limited && limit.allowance[static_cast<std::size_t>(l)] >= 0 &&
+                            moved + dc > limit.allowance[static_cast<std::size_t>(l)])
+                            continue;
+                        std::swap(want.slot[at(e1)], want.slot[at(e2)]);
+                        const std::int64_t g = peak_sum_of(t, want, rs, RS);
+                        if (g < f) {
+                            f = g;
+                            moved += dc;
+                            ++swaps;
+                            kept = true;
+                        } else {
+                            std::swap(want.slot[at(e1)], want.slot[at(e2)]);
+                        }
+                    }
+                if (!kept) break;
+            }
+        }
+        QVERIFY2(got.placement == want, qPrintable(QStringLiteral("trial %1").arg(trial)));
+        QCOMPARE(got.swaps, swaps);
+        QCOMPARE(got.peak_sum_after, peak_sum_of(t, want, rs, RS));
+        swaps_seen += swaps;
+    }
+    QVERIFY2(swaps_seen > 200, qPrintable(QString::number(swaps_seen)));
 }
 
 void TestPlacement::refineErrors() {

@@ -91,11 +91,19 @@ LayerResult refine_layer(const LayerInput& in) {
     std::vector<int> rank(idx(E));
     for (int e = 0; e < E; ++e)
         rank[idx(e)] = slot[idx(e)] / H;
-    // W[rs][p]: layer-l load of EP rank p in row-shard rs (eq. 13).
+    // W[rs][p]: layer-l load of EP rank p in row-shard rs (eq. 13); weT and Wt hold we and W
+    // transposed ([E][RS], [P][RS]) so a swap's row-shard loop reads contiguous memory.
     Grid<std::int64_t> W(RS, P, 0);
     for (int rs = 0; rs < RS; ++rs)
         for (int e = 0; e < E; ++e)
             W(rs, rank[idx(e)]) += we(rs, e);
+    Grid<std::int64_t> weT(E, RS, 0), Wt(P, RS, 0);
+    for (int rs = 0; rs < RS; ++rs) {
+        for (int e = 0; e < E; ++e)
+            weT(e, rs) = we(rs, e);
+        for (int p = 0; p < P; ++p)
+            Wt(p, rs) = W(rs, p);
+    }
     std::vector<Top3> top(idx(RS));
     std::vector<char> peak(idx(P), 0); // rank is the busiest of some row-shard
     std::int64_t F = 0;
@@ -111,6 +119,25 @@ LayerResult refine_layer(const LayerInput& in) {
     };
     refresh();
     res.before = F;
+    // A swap between ranks a and b leaves each row-shard at least max(others, ceil((W[a] + W[b]) / 2)):
+    // when those sum to F or more, no swap between them lowers F and their expert pairs are skipped.
+    // Per rank pair, the state (kept swaps) its answer was computed at, and the answer.
+    std::vector<std::int64_t> pair_state(idx(P) * P, -1);
+    std::vector<char> pair_can_gain(idx(P) * P, 0);
+    auto can_gain = [&](int a, int b) {
+        const std::size_t k = idx(std::min(a, b)) * P + std::max(a, b);
+        if (pair_state[k] != res.swaps) {
+            std::int64_t floor_sum = 0;
+            const std::span<const std::int64_t> wa = Wt.row(a), wb = Wt.row(b);
+            for (int rs = 0; rs < RS; ++rs) {
+                const std::int64_t s = wa[rs] + wb[rs];
+                floor_sum += std::max(max_except(top[idx(rs)], a, b), s >= 0 ? (s + 1) / 2 : s / 2);
+            }
+            pair_state[k] = res.swaps;
+            pair_can_gain[k] = floor_sum < F ? 1 : 0;
+        }
+        return pair_can_gain[k] != 0;
+    };
     // Moved experts of the layer against `home` (the previous placement's ranks) when limited.
     std::int64_t moved = 0;
     if (home)
@@ -130,20 +157,24 @@ LayerResult refine_layer(const LayerInput& in) {
                     if (in.allowance >= 0 && moved + dc > in.allowance) continue;
                 }
                 ++res.evaluations;
+                if (!can_gain(a, b)) continue;
                 // Moving e1 from a to b and e2 from b to a changes a by +d and b by -d per row-shard.
+                const std::span<const std::int64_t> x1 = weT.row(e1), x2 = weT.row(e2);
+                const std::span<const std::int64_t> wa = Wt.row(a), wb = Wt.row(b);
                 std::int64_t delta = 0;
                 for (int rs = 0; rs < RS; ++rs) {
-                    const std::span<const std::int64_t> w = W.row(rs);
-                    const std::int64_t d = we(rs, e2) - we(rs, e1);
+                    const std::int64_t d = x2[rs] - x1[rs];
                     const Top3& t = top[idx(rs)];
-                    const std::int64_t m = std::max({max_except(t, a, b), w[a] + d, w[b] - d});
+                    const std::int64_t m = std::max({max_except(t, a, b), wa[rs] + d, wb[rs] - d});
                     delta += m - t.v[0];
                 }
                 if (delta >= 0) continue;
                 for (int rs = 0; rs < RS; ++rs) {
-                    const std::int64_t d = we(rs, e2) - we(rs, e1);
+                    const std::int64_t d = x2[rs] - x1[rs];
                     W(rs, a) += d;
                     W(rs, b) -= d;
+                    Wt(a, rs) += d;
+                    Wt(b, rs) -= d;
                 }
                 std::swap(rank[idx(e1)], rank[idx(e2)]);
                 std::swap(slot[idx(e1)], slot[idx(e2)]);
