@@ -81,7 +81,8 @@ struct LayerState {
     std::vector<char> peak;           ///< [P] rank is the busiest of some group
     std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
     /// With `transposed` (swap_delta): we as [E][groups], W as [P][groups], and per rank pair a < b
-    /// the largest load of each group over the other ranks, [P][P][groups].
+    /// the largest load of each group over the other ranks, [P][P][groups] (filled only for the
+    /// pairs with a busiest rank, the only ones a scan reads).
     bool transposed = false;
     std::vector<std::int64_t> weT, Wt, others;
 
@@ -100,6 +101,7 @@ struct LayerState {
                 Wt[idx(p) * groups + g] = W(g, p);
         for (int a = 0; a < P; ++a)
             for (int b = a + 1; b < P; ++b) {
+                if (!peak[idx(a)] && !peak[idx(b)]) continue; // no scan reads the pair
                 std::int64_t* m = others.data() + (idx(a) * P + b) * groups;
                 for (int g = 0; g < groups; ++g)
                     m[g] = max_except(top[idx(g)], a, b);
@@ -442,10 +444,8 @@ struct TrajectoryRun {
                 const std::int64_t* wa = st.Wt.data() + idx(a) * G;
                 const std::int64_t* wb = st.Wt.data() + idx(b) * G;
                 std::int64_t floor_sum = 0;
-                for (int g = 0; g < G; ++g) {
-                    const std::int64_t s = wa[g] + wb[g];
-                    floor_sum += std::max(m[g], even_share(s, 2));
-                }
+                for (int g = 0; g < G; ++g)
+                    floor_sum += std::max(m[g], even_share(wa[g] + wb[g], 2));
                 const std::int64_t gain = st.F - floor_sum;
                 if (gain <= 0) continue;
                 const int dc = rm.least_added(a, b) + rm.least_added(b, a);
@@ -1004,20 +1004,23 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq, Traj
     check_request(loads, rq);
     TrajectoryCache::State& st = *cache.state_;
     ++st.calls;
-    const bool same = st.valid && st.chains == rq.relocation_chains && st.exhaustive == rq.exhaustive_scan &&
-                      st.has_target == (rq.target != nullptr) && (!rq.target || st.target == *rq.target) &&
-                      st.previous == *rq.previous && st.loads.layers == loads.layers &&
-                      st.loads.experts == loads.experts && st.loads.groups == loads.groups && st.loads.w == loads.w;
+    const bool same_placements = st.valid && st.has_target == (rq.target != nullptr) &&
+                                 (!rq.target || st.target == *rq.target) && st.previous == *rq.previous;
+    const bool same = same_placements && st.chains == rq.relocation_chains && st.exhaustive == rq.exhaustive_scan &&
+                      st.loads.layers == loads.layers && st.loads.experts == loads.experts &&
+                      st.loads.groups == loads.groups && st.loads.w == loads.w;
     if (same) {
         ++st.reused;
     } else {
         st.valid = false;
         st.loads = loads;
-        st.previous = *rq.previous;
-        st.has_target = rq.target != nullptr;
-        if (rq.target) {
-            st.target = *rq.target;
-            st.relabeled = relabel_to_previous(*rq.target, *rq.previous);
+        if (!same_placements) { // the relabeled target depends only on the target and previous
+            st.previous = *rq.previous;
+            st.has_target = rq.target != nullptr;
+            if (rq.target) {
+                st.target = *rq.target;
+                st.relabeled = relabel_to_previous(*rq.target, *rq.previous);
+            }
         }
         st.chains = rq.relocation_chains;
         st.exhaustive = rq.exhaustive_scan;
