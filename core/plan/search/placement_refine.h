@@ -36,7 +36,10 @@ struct RefineMoveLimit {
 /// when it strictly lowers F_l = sum_rs max_p W[rs][l][p], W[rs][l][p] = sum over the samples i of
 /// row-shard rs of the counts a[i][l][e] of the experts e on rank p (eq. 13 with q from eq. 5).
 /// Pairs are visited e1 < e2 in ascending order; a swap is skipped without scoring when neither of
-/// its ranks is the busiest of any row-shard (it cannot lower any max). A layer stops after a full
+/// its ranks is the busiest of any row-shard (it cannot lower any max), or when its rank pair (a, b)
+/// cannot lower F_l at all: every row-shard keeps at least the larger of the other ranks' peak and
+/// ceil((W[rs][l][a] + W[rs][l][b]) / 2), and those sum to F_l or more (the pair's answer is kept
+/// until the next kept swap; such pairs still count as evaluated). A layer stops after a full
 /// pass without a kept swap or after `max_passes` passes. Deterministic: the result depends only on
 /// the inputs (not on the worker count). Cost per pass and layer O(E^2 * row_shards) at most, plus
 /// one pass over the window's counts.
