@@ -116,6 +116,7 @@ private Q_SLOTS:
     void frontierIsBestOfSmallerBudgets();
     void budgetsAreMonotone();
     void sequencerExtendsTrajectories();
+    void ladderBudgetsByHand();
     void prunedScanEqualsEveryPair();
     void trajectoryCacheEqualsFreshCalls();
     void historyFoldsDecayedLoads();
@@ -748,6 +749,19 @@ void TestMigration::sequencerExtendsTrajectories() {
         }
     }
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sequence_placement(move_sequence(g, prev, nullptr, 4), 1000, prev));
+}
+
+void TestMigration::ladderBudgetsByHand() {
+    // DeepSeek-V2-Lite (26 x 64 = 1,664 experts): 1%, 2%, 5%, 10%, 25%, 50%, 100% rounded. L x E = 48:
+    // 0.48 rounds to 0 (dropped), 0.96 to 1, 2.4 to 2, 4.8 to 5, 12, 24, 48.
+    QCOMPARE(ladder_points(1664), (std::vector<std::int64_t>{17, 33, 83, 166, 416, 832, 1664}));
+    QCOMPARE(ladder_points(48), (std::vector<std::int64_t>{1, 2, 5, 12, 24, 48}));
+    QCOMPARE(ladder_points(0), std::vector<std::int64_t>{});
+    // Four times an even share over the layers, at least 16: 4 x 1664 / 26 = 256, 4 x 166 / 26 = 25.5
+    // (truncated), 4 x 31 / 24 = 5.2 -> 16.
+    QCOMPARE(ladder_trajectory_moves(1664, 26), std::int64_t{256});
+    QCOMPARE(ladder_trajectory_moves(166, 26), std::int64_t{25});
+    QCOMPARE(ladder_trajectory_moves(31, 24), std::int64_t{16});
 }
 
 void TestMigration::prunedScanEqualsEveryPair() {

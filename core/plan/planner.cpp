@@ -92,23 +92,6 @@ struct MoveLadder {
     std::int64_t budget = 0;                  ///< the plan's budget, at most L x E (unlimited: L x E)
 };
 
-/// A layer's trajectory length at ladder budget b: four times an even share of b over the L layers,
-/// at least 16 moved experts (the hull rarely gives a layer more: on the real DeepSeek and Maverick
-/// windows on EP8 the frontier's plans were the same with trajectories stopped only at b).
-std::int64_t ladder_trajectory_moves(std::int64_t b, int layers) {
-    return std::max<std::int64_t>(16, 4 * b / std::max(1, layers));
-}
-
-/// The ladder's budgets: kFrontierFractions of the L x E experts, rounded, without 0 and repeats.
-std::vector<std::int64_t> ladder_points(std::int64_t experts) {
-    std::vector<std::int64_t> out;
-    for (const double f : kFrontierFractions) {
-        const std::int64_t b = std::llround(f * static_cast<double>(experts));
-        if (b > 0 && (out.empty() || b > out.back())) out.push_back(b);
-    }
-    return out;
-}
-
 /// What the final pass needs to adapt the placement to its layout (routepack's search only), and
 /// what it found.
 struct PlacementContext {
@@ -1095,6 +1078,19 @@ std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInpu
                 p.planned_fraction = out[k][j - 1].planned_fraction;
             }
         }
+    return out;
+}
+
+std::int64_t ladder_trajectory_moves(std::int64_t b, int layers) {
+    return std::max<std::int64_t>(16, 4 * b / std::max(1, layers));
+}
+
+std::vector<std::int64_t> ladder_points(std::int64_t experts) {
+    std::vector<std::int64_t> out;
+    for (const double f : kFrontierFractions) {
+        const std::int64_t b = std::llround(f * static_cast<double>(experts));
+        if (b > 0 && (out.empty() || b > out.back())) out.push_back(b);
+    }
     return out;
 }
 

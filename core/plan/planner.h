@@ -252,6 +252,15 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
 /// The move budgets of a frontier, as fractions of a placement's L x E experts.
 inline constexpr double kFrontierFractions[] = {0.0, 0.01, 0.02, 0.05, 0.10, 0.25, 0.50, 1.0};
 
+/// The move ladder's budgets (docs/migration.md "How the moves are chosen"): kFrontierFractions of
+/// the L x E `experts`, rounded, without 0 and repeats; ascending, the last L x E (none for 0 experts).
+std::vector<std::int64_t> ladder_points(std::int64_t experts);
+
+/// A layer's trajectory length (moved experts) at ladder budget b: four times an even share of b
+/// over the L `layers`, at least 16 (the hull rarely gives a layer more: on the real DeepSeek and
+/// Maverick windows on EP8 the frontier's plans were the same with trajectories stopped only at b).
+std::int64_t ladder_trajectory_moves(std::int64_t b, int layers);
+
 /// One point of a step's frontier: the lowest routepack max_g U (eq. 15) among the plans within
 /// max_moves = round(fraction x L x E) moved experts from the step's previous placement, and the
 /// moves of that plan. A plan of a smaller budget is also within a larger one, so the point is the

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,14 +43,11 @@ double seconds(const std::function<void()>& fn) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// The ladder's budgets and trajectory lengths (planner.cpp ladder_points, ladder_trajectory_moves).
+/// The ladder's budgets and their trajectory lengths (ladder_points, ladder_trajectory_moves).
 std::vector<std::pair<std::int64_t, std::int64_t>> ladder(std::int64_t experts, int layers) {
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
-    for (const double f : kFrontierFractions) {
-        const std::int64_t b = std::llround(f * static_cast<double>(experts));
-        if (b > 0 && (out.empty() || b > out.back().first))
-            out.emplace_back(b, std::max<std::int64_t>(16, 4 * b / std::max(1, layers)));
-    }
+    for (const std::int64_t b : ladder_points(experts))
+        out.emplace_back(b, ladder_trajectory_moves(b, layers));
     return out;
 }
 
@@ -111,7 +107,7 @@ int run_shape(const Shape& s, int samples, std::uint64_t seed) {
     rq.target = &lpt;
     rq.relocation_chains = false;
     rq.max_moves = static_cast<std::int64_t>(L) * E / 10;
-    rq.trajectory_moves = std::max<std::int64_t>(16, 4 * rq.max_moves / L);
+    rq.trajectory_moves = ladder_trajectory_moves(rq.max_moves, L);
     MovePlan a, b;
     rq.exhaustive_scan = true;
     const double t_all = seconds([&] { a = budgeted_placement(gl, rq); });
